@@ -1,0 +1,40 @@
+// Error constructors, one per FST_DIGEST_* code (docs/style.md §5.7).
+// Option problems are TypeErrors thrown at registration or route time;
+// request problems carry a 4xx status and become problem details.
+import createError from '@fastify/error'
+import type { DigestErrorCode } from '../types/index'
+
+export const FST_DIGEST_INVALID_OPTION = createError(
+  'FST_DIGEST_INVALID_OPTION', 'Invalid fastify-digest-fields option "%s": %s', 500, TypeError)
+
+export const FST_DIGEST_INVALID_ROUTE_OPTION = createError(
+  'FST_DIGEST_INVALID_ROUTE_OPTION', 'Invalid digest route option for %s %s: %s', 500, TypeError)
+
+export const FST_DIGEST_UNKNOWN_ALGORITHM = createError(
+  'FST_DIGEST_UNKNOWN_ALGORITHM', 'Unknown digest algorithm "%s"; known: sha-256, sha-512, md5, sha, unixsum, unixcksum, adler, crc32c', 500, TypeError)
+
+export const FST_DIGEST_INVALID_FIELD = createError(
+  'FST_DIGEST_INVALID_FIELD', 'Malformed %s field: %s', 400)
+
+export const FST_DIGEST_MISMATCH = createError(
+  'FST_DIGEST_MISMATCH', 'The %s field does not match the content', 400)
+
+export const FST_DIGEST_INVALID_VALUE = createError(
+  'FST_DIGEST_INVALID_VALUE', 'The %s field carries a value that the algorithm cannot produce', 400)
+
+export const FST_DIGEST_UNSUPPORTED_ALGORITHM = createError(
+  'FST_DIGEST_UNSUPPORTED_ALGORITHM', 'The %s field names no algorithm this server accepts', 400)
+
+export const FST_DIGEST_MISSING = createError(
+  'FST_DIGEST_MISSING', 'This route requires a Content-Digest or Repr-Digest for the request content', 400)
+
+export const errors = {
+  FST_DIGEST_INVALID_OPTION,
+  FST_DIGEST_INVALID_ROUTE_OPTION,
+  FST_DIGEST_UNKNOWN_ALGORITHM,
+  FST_DIGEST_INVALID_FIELD,
+  FST_DIGEST_MISMATCH,
+  FST_DIGEST_INVALID_VALUE,
+  FST_DIGEST_UNSUPPORTED_ALGORITHM,
+  FST_DIGEST_MISSING
+} as const satisfies Record<DigestErrorCode, unknown>

@@ -1,0 +1,193 @@
+/// <reference types="node" />
+
+import type { FastifyPluginCallback, FastifyReply, RawServerBase, RawServerDefault } from 'fastify'
+import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
+
+declare module 'fastify' {
+  interface RouteShorthandOptions<
+    // eslint-disable-next-line @typescript-eslint/no-unused-vars
+    RawServer extends RawServerBase = RawServerDefault
+  > {
+    /** Per-route digest settings; `false` turns the plugin off for this route. */
+    digest?: fastifyDigestFields.RouteDigestOptions | false
+  }
+
+  interface RouteOptions {
+    digest?: fastifyDigestFields.RouteDigestOptions | false
+  }
+
+  interface FastifyRequest {
+    /**
+     * What the plugin verified of this request's digest fields. `null` until
+     * the body has been read (or when the plugin is off for the route).
+     */
+    digestVerification: fastifyDigestFields.DigestVerification | null
+  }
+
+  interface FastifyReply {
+    /**
+     * Declare known digests of the selected representation (e.g. a stored
+     * checksum). They are used for Repr-Digest, 206, HEAD and the 406 rule
+     * instead of hashing. Values are raw octets (Buffer) or, for unixsum and
+     * unixcksum, their numeric value.
+     */
+    setReprDigest (digests: fastifyDigestFields.DeclaredDigests): FastifyReply
+  }
+}
+
+type FastifyDigestFields = FastifyPluginCallback<fastifyDigestFields.FastifyDigestFieldsOptions>
+
+declare namespace fastifyDigestFields {
+  /** The keys of the IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5). */
+  export type DigestAlgorithm =
+    | 'sha-256'
+    | 'sha-512'
+    | 'md5'
+    | 'sha'
+    | 'unixsum'
+    | 'unixcksum'
+    | 'adler'
+    | 'crc32c'
+
+  export type ActiveAlgorithm = 'sha-256' | 'sha-512'
+  export type DeprecatedAlgorithm = Exclude<DigestAlgorithm, ActiveAlgorithm>
+
+  /** Unsolicited digest setting: off, the first enabled algorithm, or named algorithms. */
+  export type UnsolicitedDigest = boolean | DigestAlgorithm | readonly DigestAlgorithm[]
+
+  export type VerifyPolicy = 'if-present' | 'required' | false
+
+  export interface FastifyDigestFieldsOptions {
+    /** Enabled algorithms, in server preference order. Default `['sha-256', 'sha-512']`. */
+    algorithms?: readonly DigestAlgorithm[]
+    /** Send Content-Digest without being asked. Default `false`. */
+    contentDigest?: UnsolicitedDigest
+    /** Send Repr-Digest without being asked. Default `false`. */
+    reprDigest?: UnsolicitedDigest
+    /** Request verification policy. Default `'if-present'`. */
+    verify?: VerifyPolicy
+    /** Follow RFC 9530 to the letter (content coding is part of the representation). Default `false`. */
+    strict?: boolean
+    /** Strict mode only: also send the pre-coding digest as `Unencoded-Digest`. Default `false`. */
+    unencodedDigest?: boolean
+    /** Streamed bodies: send digests as trailers when the client allows them. Default `true`. */
+    trailers?: boolean
+    /** Streamed bodies: buffer up to this many bytes to send digests as headers. Default 1 MiB. */
+    maxBufferSize?: number
+    /** Answer 406 to a GET/HEAD whose Repr-Digest does not match. Default `true`. */
+    conditional?: boolean
+    /** Also verify the RFC 3230 `Digest` request header. Default `false`. */
+    legacyDigest?: boolean
+  }
+
+  /** The options a route may override through its `digest` route option. */
+  export type RouteDigestOptions = Pick<
+    FastifyDigestFieldsOptions,
+    'contentDigest' | 'reprDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest'
+  >
+
+  export type DeclaredDigests = Partial<Record<DigestAlgorithm, Buffer | Uint8Array | number>>
+
+  export type DigestFieldName = 'Content-Digest' | 'Repr-Digest' | 'Digest'
+
+  export type AlgorithmOutcome = 'matched' | 'mismatched' | 'invalid-length' | 'unsupported'
+
+  export interface AlgorithmResult {
+    algorithm: string
+    outcome: AlgorithmOutcome
+  }
+
+  export interface FieldVerification {
+    field: DigestFieldName
+    /** True when at least one algorithm matched and none failed. */
+    ok: boolean
+    results: AlgorithmResult[]
+  }
+
+  export interface DigestVerification {
+    /**
+     * `true`: every usable digest the request carried matched;
+     * `false`: the body was not checked (no usable digest, or it was consumed
+     * outside the verifier, e.g. from `request.raw`).
+     */
+    verified: boolean
+    /** Why nothing was verified, when `verified` is false. */
+    reason?: 'no-digest' | 'no-body' | 'unread' | 'disabled'
+    fields: FieldVerification[]
+  }
+
+  /** An incremental digester: feed chunks with `update`, read raw octets with `digest` once. */
+  export interface Digester {
+    readonly algorithm: DigestAlgorithm
+    update (data: Buffer | Uint8Array | string): this
+    digest (): Buffer
+  }
+
+  export interface SerializeOptions {
+    /** Strict mode writes unixsum/unixcksum as Byte Sequences instead of Integers. */
+    strict?: boolean
+  }
+
+  /** A parsed Content-Digest / Repr-Digest: algorithm key → raw octets (unknown keys kept). */
+  export type DigestMap = Map<string, Buffer>
+
+  /** A parsed Want-*-Digest: algorithm key → weight 0..10 (unknown keys kept). */
+  export type WantMap = Map<string, number>
+
+  export interface SelectionInput {
+    /** Enabled algorithms in server preference order. */
+    algorithms: readonly DigestAlgorithm[]
+    /** The field's own Want-* preferences, if any. */
+    want?: WantMap | null
+    /** The other field's Want-* preferences, if any. */
+    otherWant?: WantMap | null
+    /** Algorithms to send unsolicited for this field (empty: none). */
+    unsolicited?: readonly DigestAlgorithm[]
+  }
+
+  export const ALGORITHMS: ReadonlyMap<DigestAlgorithm, {
+    readonly key: DigestAlgorithm
+    readonly status: 'active' | 'deprecated'
+    readonly length: number
+  }>
+
+  export function isDigestAlgorithm (key: unknown): key is DigestAlgorithm
+  export function computeDigest (algorithm: DigestAlgorithm, data: Buffer | Uint8Array | string): Buffer
+  export function createDigester (algorithm: DigestAlgorithm): Digester
+
+  /** Parse Content-Digest / Repr-Digest; throws FST_DIGEST_INVALID_FIELD when malformed. */
+  export function parseDigestField (value: string | readonly string[] | undefined, field?: string): DigestMap | null
+  export function serializeDigestField (digests: Iterable<readonly [DigestAlgorithm, Buffer]>, options?: SerializeOptions): string
+  /** Parse Want-*-Digest; returns null for absent or invalid fields (ignored, RFC 8941 §4.2). */
+  export function parseWantField (value: string | readonly string[] | undefined): WantMap | null
+  export function serializeWantField (preferences: Iterable<readonly [string, number]>): string
+  /** Parse an RFC 3230 `Digest` header (legacy); unknown algorithms ignored. */
+  export function parseLegacyDigest (value: string | readonly string[] | undefined): DigestMap | null
+
+  export function selectAlgorithms (input: SelectionInput): DigestAlgorithm[]
+  export function verifyDigests (
+    field: DigestFieldName,
+    received: DigestMap,
+    computed: ReadonlyMap<DigestAlgorithm, Buffer>,
+    enabled: readonly DigestAlgorithm[]
+  ): FieldVerification
+
+  export type DigestErrorCode =
+    | 'FST_DIGEST_INVALID_OPTION'
+    | 'FST_DIGEST_INVALID_ROUTE_OPTION'
+    | 'FST_DIGEST_UNKNOWN_ALGORITHM'
+    | 'FST_DIGEST_INVALID_FIELD'
+    | 'FST_DIGEST_MISMATCH'
+    | 'FST_DIGEST_INVALID_VALUE'
+    | 'FST_DIGEST_UNSUPPORTED_ALGORITHM'
+    | 'FST_DIGEST_MISSING'
+
+  export const errors: { readonly [K in DigestErrorCode]: FastifyErrorConstructor<{ code: K }> }
+  export type DigestError = FastifyError
+
+  export const fastifyDigestFields: FastifyDigestFields
+  export { fastifyDigestFields as default }
+}
+
+declare function fastifyDigestFields (...params: Parameters<FastifyDigestFields>): ReturnType<FastifyDigestFields>
+export = fastifyDigestFields
