@@ -13,6 +13,9 @@ export const FST_DIGEST_INVALID_ROUTE_OPTION = createError(
 export const FST_DIGEST_UNKNOWN_ALGORITHM = createError(
   'FST_DIGEST_UNKNOWN_ALGORITHM', 'Unknown digest algorithm "%s"; known: sha-256, sha-512, md5, sha, unixsum, unixcksum, adler, crc32c', 500, TypeError)
 
+export const FST_DIGEST_INVALID_DECLARED_DIGEST = createError(
+  'FST_DIGEST_INVALID_DECLARED_DIGEST', 'reply.setReprDigest(): %s', 500, TypeError)
+
 export const FST_DIGEST_INVALID_FIELD = createError(
   'FST_DIGEST_INVALID_FIELD', 'Malformed %s field: %s', 400)
 
@@ -32,6 +35,7 @@ export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
   FST_DIGEST_UNKNOWN_ALGORITHM,
+  FST_DIGEST_INVALID_DECLARED_DIGEST,
   FST_DIGEST_INVALID_FIELD,
   FST_DIGEST_MISMATCH,
   FST_DIGEST_INVALID_VALUE,

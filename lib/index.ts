@@ -1,0 +1,76 @@
+// fastify-digest-fields: HTTP Digest Fields (RFC 9530) for Fastify.
+// The entry wires the pieces: options validated once, decorators, an onRoute
+// hook that reads the `digest` route option and attaches the route-level
+// hooks of the response and request concerns.
+import fp from 'fastify-plugin'
+import type { FastifyInstance, FastifyPluginCallback, RouteOptions } from 'fastify'
+import type { FastifyDigestFieldsOptions } from '../types/index'
+import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './options'
+import { setReprDigest } from './declared'
+import { installResponseDigests } from './response-hooks'
+import { installRequestVerification } from './request-verification'
+import { kDeclared, kRouteParams } from './symbols'
+import { errors } from './errors'
+import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './algorithms'
+import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './fields'
+import { selectAlgorithms } from './negotiation'
+import { verifyDigests } from './verification'
+
+export interface RouteHookInstaller {
+  onRoute (routeOptions: RouteOptions, params: DigestParams): void
+}
+
+const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
+  let params: DigestParams
+  try {
+    params = normalizeOptions(opts)
+  } catch (err) {
+    done(err as Error)
+    return
+  }
+
+  fastify.decorateRequest('digestVerification', null)
+  fastify.decorateReply(kDeclared as unknown as string, null)
+  fastify.decorateReply('setReprDigest', setReprDigest)
+
+  const installers: RouteHookInstaller[] = [
+    installResponseDigests(fastify as FastifyInstance, params),
+    installRequestVerification(fastify as FastifyInstance, params)
+  ]
+
+  fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
+    const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
+    const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
+    if (routeParams === null) return
+    routeOptions.config = { ...routeOptions.config, [kRouteParams]: routeParams }
+    for (const installer of installers) installer.onRoute(routeOptions, routeParams)
+  })
+
+  done()
+}
+
+const plugin = fp(fastifyDigestFields, { fastify: '5.x', name: 'fastify-digest-fields' })
+
+const exported = Object.assign(plugin, {
+  default: plugin,
+  fastifyDigestFields: plugin,
+  errors,
+  ALGORITHMS,
+  isDigestAlgorithm,
+  computeDigest,
+  createDigester,
+  parseDigestField,
+  serializeDigestField,
+  parseWantField,
+  serializeWantField,
+  parseLegacyDigest,
+  selectAlgorithms,
+  verifyDigests
+})
+
+// Static hints for Node's CommonJS named-export detection, so that
+// `import digestFields, { fastifyDigestFields } from 'fastify-digest-fields'` works from ESM.
+module.exports.default = exported
+module.exports.fastifyDigestFields = exported
+module.exports.errors = errors
+export = exported

@@ -1,0 +1,161 @@
+// Options are validated and normalized once, at registration (plugin options)
+// or at route declaration (the `digest` route option). Nothing is re-checked
+// per request: hooks read the frozen params built here.
+import type {
+  DigestAlgorithm,
+  FastifyDigestFieldsOptions,
+  RouteDigestOptions,
+  UnsolicitedDigest,
+  VerifyPolicy
+} from '../types/index'
+import { ALGORITHMS } from './algorithms'
+import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from './errors'
+
+export interface DigestParams {
+  /** Enabled algorithms, server preference order. */
+  readonly algorithms: readonly DigestAlgorithm[]
+  /** Unsolicited Content-Digest algorithms (empty: only when wanted). */
+  readonly contentDigest: readonly DigestAlgorithm[]
+  /** Unsolicited Repr-Digest algorithms (empty: only when wanted). */
+  readonly reprDigest: readonly DigestAlgorithm[]
+  readonly verify: VerifyPolicy
+  readonly strict: boolean
+  readonly unencodedDigest: boolean
+  readonly trailers: boolean
+  readonly maxBufferSize: number
+  readonly conditional: boolean
+  readonly legacyDigest: boolean
+}
+
+export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
+export const defaultMaxBufferSize = 1024 * 1024
+
+const verifyPolicies: readonly unknown[] = ['if-present', 'required', false]
+
+const routeKeys: ReadonlySet<string> = new Set<keyof RouteDigestOptions>([
+  'contentDigest', 'reprDigest', 'verify', 'maxBufferSize', 'conditional', 'trailers', 'legacyDigest'
+])
+
+type Fail = (name: string, reason: string) => Error
+
+function describe (value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (Array.isArray(value)) return 'an array'
+  return value === null ? 'null' : typeof value
+}
+
+function checkBoolean (value: unknown, name: string, fallback: boolean, fail: Fail): boolean {
+  if (value === undefined) return fallback
+  if (typeof value !== 'boolean') throw fail(name, `expected a boolean, got ${describe(value)}`)
+  return value
+}
+
+function checkAlgorithms (value: unknown, fail: Fail): readonly DigestAlgorithm[] {
+  if (value === undefined) return defaultAlgorithms
+  if (!Array.isArray(value) || value.length === 0) {
+    throw fail('algorithms', `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+  }
+  const seen = new Set<DigestAlgorithm>()
+  for (const key of value) {
+    if (!ALGORITHMS.has(key)) {
+      throw fail('algorithms', `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
+    }
+    if (seen.has(key)) throw fail('algorithms', `${describe(key)} is listed twice`)
+    seen.add(key)
+  }
+  return Object.freeze([...seen])
+}
+
+function checkUnsolicited (
+  value: unknown, name: string, enabled: readonly DigestAlgorithm[], fallback: readonly DigestAlgorithm[], fail: Fail
+): readonly DigestAlgorithm[] {
+  if (value === undefined) return fallback
+  if (value === false) return Object.freeze([])
+  if (value === true) return Object.freeze([enabled[0] as DigestAlgorithm])
+  const list: unknown[] = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [value]
+  const out: DigestAlgorithm[] = []
+  for (const key of list) {
+    if (typeof key !== 'string' || !enabled.includes(key as DigestAlgorithm)) {
+      throw fail(name, `expected true, false, or algorithms among the enabled ones (${enabled.join(', ')}), got ${describe(key)}`)
+    }
+    if (!out.includes(key as DigestAlgorithm)) out.push(key as DigestAlgorithm)
+  }
+  // Keep the server's preference order whatever order the option lists.
+  return Object.freeze(enabled.filter((a) => out.includes(a)))
+}
+
+function checkVerify (value: unknown, fallback: VerifyPolicy, fail: Fail): VerifyPolicy {
+  if (value === undefined) return fallback
+  if (!verifyPolicies.includes(value)) {
+    throw fail('verify', `expected 'if-present', 'required' or false, got ${describe(value)}`)
+  }
+  return value as VerifyPolicy
+}
+
+function checkSize (value: unknown, fallback: number, fail: Fail): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw fail('maxBufferSize', `expected a non-negative integer number of bytes, got ${describe(value)}`)
+  }
+  return value
+}
+
+const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, reason)
+
+/** Validate the plugin options; throws FST_DIGEST_INVALID_OPTION naming the option. */
+export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): DigestParams {
+  if (opts === null || typeof opts !== 'object') {
+    throw pluginFail('options', `expected an object, got ${describe(opts)}`)
+  }
+  const algorithms = checkAlgorithms(opts.algorithms, pluginFail)
+  const strict = checkBoolean(opts.strict, 'strict', false, pluginFail)
+  const unencodedDigest = checkBoolean(opts.unencodedDigest, 'unencodedDigest', false, pluginFail)
+  if (unencodedDigest && !strict) {
+    // In the default mode Repr-Digest already is the digest before content coding.
+    throw pluginFail('unencodedDigest', 'only applies with strict: true (the default mode\'s Repr-Digest is already unencoded)')
+  }
+  return Object.freeze({
+    algorithms,
+    contentDigest: checkUnsolicited(opts.contentDigest, 'contentDigest', algorithms, [], pluginFail),
+    reprDigest: checkUnsolicited(opts.reprDigest, 'reprDigest', algorithms, [], pluginFail),
+    verify: checkVerify(opts.verify, 'if-present', pluginFail),
+    strict,
+    unencodedDigest,
+    trailers: checkBoolean(opts.trailers, 'trailers', true, pluginFail),
+    maxBufferSize: checkSize(opts.maxBufferSize, defaultMaxBufferSize, pluginFail),
+    conditional: checkBoolean(opts.conditional, 'conditional', true, pluginFail),
+    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', false, pluginFail)
+  })
+}
+
+/**
+ * The `digest` route option: `undefined` keeps the plugin's params, `false`
+ * turns the plugin off for the route (returns null), an object overrides the
+ * route-level subset. Anything else throws FST_DIGEST_INVALID_ROUTE_OPTION.
+ */
+export function normalizeRouteOptions (
+  global: DigestParams, value: unknown, method: string, url: string
+): DigestParams | null {
+  if (value === undefined) return global
+  if (value === false) return null
+  const fail: Fail = (name, reason) => new FST_DIGEST_INVALID_ROUTE_OPTION(method, url, `${name}: ${reason}`)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw fail('digest', `expected an object or false, got ${describe(value)}`)
+  }
+  const opts = value as RouteDigestOptions
+  for (const key of Object.keys(opts)) {
+    if (!routeKeys.has(key)) {
+      throw fail(key, `not a route-level option (route options: ${[...routeKeys].join(', ')})`)
+    }
+  }
+  return Object.freeze({
+    ...global,
+    contentDigest: checkUnsolicited(opts.contentDigest as UnsolicitedDigest | undefined, 'contentDigest', global.algorithms, global.contentDigest, fail),
+    reprDigest: checkUnsolicited(opts.reprDigest as UnsolicitedDigest | undefined, 'reprDigest', global.algorithms, global.reprDigest, fail),
+    verify: checkVerify(opts.verify, global.verify, fail),
+    trailers: checkBoolean(opts.trailers, 'trailers', global.trailers, fail),
+    maxBufferSize: checkSize(opts.maxBufferSize, global.maxBufferSize, fail),
+    conditional: checkBoolean(opts.conditional, 'conditional', global.conditional, fail),
+    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', global.legacyDigest, fail)
+  })
+}

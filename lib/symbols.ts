@@ -1,0 +1,10 @@
+// Private keys shared by the plugin's modules.
+
+/** Route config key holding the route's normalized DigestParams (set in onRoute). */
+export const kRouteParams = Symbol('fastify-digest-fields.routeParams')
+/** Request decorator: per-request response digest state. */
+export const kResponseState = Symbol('fastify-digest-fields.responseState')
+/** Request decorator: per-request request-verification state. */
+export const kRequestState = Symbol('fastify-digest-fields.requestState')
+/** Reply decorator: digests declared with reply.setReprDigest(). */
+export const kDeclared = Symbol('fastify-digest-fields.declared')
