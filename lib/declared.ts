@@ -42,14 +42,17 @@ export function normalizeDeclared (digests: DeclaredDigests): DeclaredMap {
   return out
 }
 
+interface WithDeclared { [kDeclared]: DeclaredMap | null }
+
 export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
   const declared = normalizeDeclared(digests)
-  const previous = (this as unknown as Record<symbol, DeclaredMap | null>)[kDeclared]
-  if (previous) for (const [k, v] of declared) previous.set(k, v)
-  else (this as unknown as Record<symbol, DeclaredMap | null>)[kDeclared] = declared
+  const reply = this as unknown as WithDeclared
+  const previous = reply[kDeclared]
+  if (previous === null) reply[kDeclared] = declared
+  else for (const [k, v] of declared) previous.set(k, v)
   return this
 }
 
 export function getDeclared (reply: FastifyReply): DeclaredMap | null {
-  return (reply as unknown as Record<symbol, DeclaredMap | null>)[kDeclared]
+  return (reply as unknown as WithDeclared)[kDeclared]
 }

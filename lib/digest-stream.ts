@@ -1,6 +1,6 @@
 // Hashing as bytes flow: several algorithms at once, each byte fed to each
 // hasher exactly once, chunks passed through untouched (no copies).
-import { Transform, type TransformCallback } from 'node:stream'
+import { Readable, Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm, Digester } from '../types/index'
 import { createDigester, computeDigest } from './algorithms'
 
@@ -60,5 +60,43 @@ export class DigestTransform extends Transform {
   override _flush (callback: TransformCallback): void {
     this.digests = this.#hasher.digest()
     callback()
+  }
+}
+
+export interface Collected {
+  /** All chunks, when the stream ended within the limit; otherwise null. */
+  chunks: Buffer[] | null
+  /** A stream replaying what was read and the rest of the source, when over the limit. */
+  rest: NodeJS.ReadableStream | null
+  bytes: number
+}
+
+async function * replay (head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
+  yield * head
+  while (true) {
+    const next = await it.next()
+    if (next.done === true) return
+    yield next.value
+  }
+}
+
+/**
+ * Read a stream into memory up to `limit` bytes. Within the limit the chunks
+ * are returned; over it, reading stops and `rest` replays everything (the
+ * bytes already read, then the remainder) without holding more.
+ */
+export async function collectUpTo (stream: NodeJS.ReadableStream, limit: number): Promise<Collected> {
+  const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
+  const chunks: Buffer[] = []
+  let bytes = 0
+  while (true) {
+    const next = await it.next()
+    if (next.done === true) return { chunks, rest: null, bytes }
+    const chunk = typeof next.value === 'string' ? Buffer.from(next.value) : next.value
+    chunks.push(chunk)
+    bytes += chunk.byteLength
+    if (bytes > limit) {
+      return { chunks: null, rest: Readable.from(replay(chunks, it), { objectMode: false }), bytes }
+    }
   }
 }

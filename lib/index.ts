@@ -3,9 +3,9 @@
 // hook that reads the `digest` route option and attaches the route-level
 // hooks of the response and request concerns.
 import fp from 'fastify-plugin'
-import type { FastifyInstance, FastifyPluginCallback, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
-import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './options'
+import { normalizeOptions, normalizeRouteOptions, type DigestParams, type RouteHookInstaller } from './options'
 import { setReprDigest } from './declared'
 import { installResponseDigests } from './response-hooks'
 import { installRequestVerification } from './request-verification'
@@ -15,10 +15,6 @@ import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './
 import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './fields'
 import { selectAlgorithms } from './negotiation'
 import { verifyDigests } from './verification'
-
-export interface RouteHookInstaller {
-  onRoute (routeOptions: RouteOptions, params: DigestParams): void
-}
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
   let params: DigestParams

@@ -1,6 +1,7 @@
 // Options are validated and normalized once, at registration (plugin options)
 // or at route declaration (the `digest` route option). Nothing is re-checked
 // per request: hooks read the frozen params built here.
+import type { RouteOptions } from 'fastify'
 import type {
   DigestAlgorithm,
   FastifyDigestFieldsOptions,
@@ -25,6 +26,11 @@ export interface DigestParams {
   readonly maxBufferSize: number
   readonly conditional: boolean
   readonly legacyDigest: boolean
+}
+
+/** What the response and request concerns give the entry's onRoute hook. */
+export interface RouteHookInstaller {
+  onRoute (routeOptions: RouteOptions, params: DigestParams): void
 }
 
 export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])

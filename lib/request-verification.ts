@@ -1,7 +1,6 @@
 // (placeholder, being written) Request verification.
 import type { FastifyInstance } from 'fastify'
-import type { DigestParams } from './options'
-import type { RouteHookInstaller } from './index'
+import type { DigestParams, RouteHookInstaller } from './options'
 
 export function installRequestVerification (_fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {
   return { onRoute () {} }

@@ -1,8 +1,408 @@
-// (placeholder, being written) Response digests.
-import type { FastifyInstance } from 'fastify'
-import type { DigestParams } from './options'
-import type { RouteHookInstaller } from './index'
+// Response digests (DESIGN.md §1–§2).
+//
+// Two onSend stages:
+// * the representation stage, an instance-level onSend: it runs before
+//   @fastify/compress's route-level onSend in every registration order, so it
+//   sees the identity representation (and, for an automatic HEAD route, the
+//   GET handler's payload before fastify drops it);
+// * the content stage, a route-level onSend queued in onRoute with a
+//   microtask so it lands after compress's own push whatever the order
+//   (docs/fastify-behaviour.md §1.3): it sees the bytes that will be sent.
+//
+// Buffers are hashed once, in the content stage, when no coding changed them;
+// streams are hashed chunk by chunk as they flow and their digests travel as
+// trailers (when the client allows them) or as headers after buffering at most
+// `maxBufferSize` bytes.
+import { Readable, pipeline } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify'
+import type { DigestAlgorithm } from '../types/index'
+import type { DigestParams, RouteHookInstaller } from './options'
+import { selectAlgorithms } from './negotiation'
+import { parseDigestField, parseWantField, serializeDigestField } from './fields'
+import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
+import { getDeclared } from './declared'
+import { kResponseState, kRouteParams } from './symbols'
+import { timingSafeEqual } from 'node:crypto'
 
-export function installResponseDigests (_fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {
-  return { onRoute () {} }
+type Payload = unknown
+type Done = (err: Error | null, payload?: Payload) => void
+
+interface ResponseState {
+  readonly params: DigestParams
+  readonly contentAlgs: readonly DigestAlgorithm[]
+  readonly reprAlgs: readonly DigestAlgorithm[]
+  /** The request's Repr-Digest on a GET/HEAD (the 406 conditional), enabled members only. */
+  readonly conditional: Map<DigestAlgorithm, Buffer> | null
+  /** Algorithms to compute over the representation. */
+  readonly reprNeeded: readonly DigestAlgorithm[]
+  /** The string/Buffer payload seen by the representation stage. */
+  reprPayload: string | Buffer | null
+  /** The hashing wrapper put around a streamed representation. */
+  reprStream: DigestTransform | null
+  /** Representation digests known at the representation stage (HEAD of a stream). */
+  repr: DigestResults | null
+  /** How many bytes `repr` covers. */
+  reprBytes: number
+}
+
+/** A route whose response carries no digest field: only Vary is added. */
+const kNothing = Symbol('nothing')
+
+const EMPTY = Buffer.alloc(0)
+const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest']
+
+function getParams (request: FastifyRequest): DigestParams | undefined {
+  return (request.routeOptions.config as unknown as Record<symbol, DigestParams | undefined>)[kRouteParams]
+}
+
+function union (...lists: ReadonlyArray<readonly DigestAlgorithm[]>): DigestAlgorithm[] {
+  const out = new Set<DigestAlgorithm>()
+  for (const l of lists) for (const a of l) out.add(a)
+  return [...out]
+}
+
+function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
+  return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
+}
+
+function isWebStream (p: unknown): p is ReadableStream {
+  return p !== null && typeof p === 'object' && typeof (p as { getReader?: unknown }).getReader === 'function'
+}
+
+function isResponse (p: unknown): p is Response {
+  return p !== null && typeof p === 'object' && Object.prototype.toString.call(p) === '[object Response]'
+}
+
+/** Add the Want-* fields to Vary: either one can change which digests a response carries. */
+function addVary (reply: FastifyReply): void {
+  const current = reply.getHeader('vary')
+  if (current === undefined) {
+    reply.header('vary', VARY_TOKENS.join(', '))
+    return
+  }
+  const value = Array.isArray(current) ? current.join(', ') : String(current)
+  if (value.trim() === '*') return
+  const have = new Set(value.split(',').map((t) => t.trim().toLowerCase()))
+  const missing = VARY_TOKENS.filter((t) => !have.has(t.toLowerCase()))
+  if (missing.length > 0) reply.header('vary', value === '' ? missing.join(', ') : `${value}, ${missing.join(', ')}`)
+}
+
+function conditionalOf (request: FastifyRequest, params: DigestParams): Map<DigestAlgorithm, Buffer> | null {
+  const method = request.method
+  if (!params.conditional || (method !== 'GET' && method !== 'HEAD')) return null
+  const header = request.headers['repr-digest']
+  if (header === undefined) return null
+  let received
+  try {
+    received = parseDigestField(header, 'Repr-Digest')
+  } catch {
+    // A precondition that cannot be parsed cannot be evaluated: ignore it (RFC 8941 §4.2).
+    return null
+  }
+  if (received === null) return null
+  const out = new Map<DigestAlgorithm, Buffer>()
+  for (const a of params.algorithms) {
+    const v = received.get(a)
+    if (v !== undefined) out.set(a, v)
+  }
+  return out.size > 0 ? out : null
+}
+
+/** The algorithm of the 406 response's Repr-Digest: sha-256, else the server's first. */
+function conditionalAlgorithm (params: DigestParams): DigestAlgorithm {
+  return params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
+}
+
+function newState (request: FastifyRequest, params: DigestParams): ResponseState | typeof kNothing {
+  const headers = request.headers
+  const wantContent = parseWantField(headers['want-content-digest'])
+  const wantRepr = parseWantField(headers['want-repr-digest'])
+  const contentAlgs = selectAlgorithms({
+    algorithms: params.algorithms, want: wantContent, otherWant: wantRepr, unsolicited: params.contentDigest
+  })
+  const reprAlgs = selectAlgorithms({
+    algorithms: params.algorithms, want: wantRepr, otherWant: wantContent, unsolicited: params.reprDigest
+  })
+  const conditional = conditionalOf(request, params)
+  if (contentAlgs.length === 0 && reprAlgs.length === 0 && conditional === null) return kNothing
+  const reprNeeded = union(
+    reprAlgs,
+    conditional === null ? [] : [...conditional.keys(), conditionalAlgorithm(params)]
+  )
+  return { params, contentAlgs, reprAlgs, conditional, reprNeeded, reprPayload: null, reprStream: null, repr: null, reprBytes: 0 }
+}
+
+/**
+ * HEAD of a streamed route: there is no content to carry trailers, so hash
+ * the representation now (at most maxBufferSize bytes, then give up) and let
+ * fastify drop an empty stream instead.
+ */
+async function hashHeadStream (stream: NodeJS.ReadableStream, state: ResponseState): Promise<Readable> {
+  const hasher = new DigestTransform(state.reprNeeded)
+  pipeline(stream, hasher, () => {})
+  const collected = await collectUpTo(hasher, state.params.maxBufferSize)
+  if (collected.chunks !== null) {
+    state.repr = hasher.digests
+    state.reprBytes = collected.bytes
+  } else {
+    (collected.rest as Readable).destroy()
+  }
+  return Readable.from([])
+}
+
+async function representationStage (
+  request: FastifyRequest, reply: FastifyReply, payload: Payload, state: ResponseState
+): Promise<Payload> {
+  if (isResponse(payload)) {
+    // Unwrap a fetch Response here, as fastify would later, so it can be hashed.
+    reply.code(payload.status)
+    for (const [name, value] of payload.headers) reply.header(name, value)
+    payload = payload.body === null ? undefined : Readable.fromWeb(payload.body as import('node:stream/web').ReadableStream)
+  } else if (isWebStream(payload)) {
+    payload = Readable.fromWeb(payload as import('node:stream/web').ReadableStream)
+  }
+  if (isNodeStream(payload)) {
+    if (request.method === 'HEAD') return await hashHeadStream(payload, state)
+    // Hash the representation as it flows; the content algorithms ride along
+    // so an unchanged (uncompressed) stream is hashed once for both fields.
+    const hasher = new DigestTransform(union(state.reprNeeded, state.contentAlgs))
+    pipeline(payload, hasher, () => {})
+    state.reprStream = hasher
+    return hasher
+  }
+  if (typeof payload === 'string' || Buffer.isBuffer(payload)) state.reprPayload = payload
+  else if (payload === undefined && request.method !== 'HEAD') state.reprPayload = ''
+  return payload
+}
+
+function pick (digests: DigestResults | null, algs: readonly DigestAlgorithm[]): Array<[DigestAlgorithm, Buffer]> {
+  const out: Array<[DigestAlgorithm, Buffer]> = []
+  if (digests === null) return out
+  for (const a of algs) {
+    const v = digests.get(a)
+    if (v !== undefined) out.push([a, v])
+  }
+  return out
+}
+
+/** Representation digests for `algs`: declared ones first, then computed ones. */
+function reprDigests (
+  reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
+): DigestResults | null {
+  const declared = getDeclared(reply)
+  if (declared === null) return computed
+  const out: DigestResults = new Map(computed ?? [])
+  for (const a of algs) {
+    const v = declared.get(a)
+    if (v !== undefined) out.set(a, v)
+  }
+  return out
+}
+
+function conditionalFails (state: ResponseState, repr: DigestResults | null): boolean {
+  if (state.conditional === null || repr === null) return false
+  for (const [a, expected] of state.conditional) {
+    const actual = repr.get(a)
+    if (actual === undefined) return false
+    if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return true
+  }
+  return false
+}
+
+function setField (reply: FastifyReply, name: string, entries: Array<[DigestAlgorithm, Buffer]>, strict: boolean): void {
+  if (entries.length > 0) reply.header(name, serializeDigestField(entries, { strict }))
+}
+
+/** 406 Not Acceptable: the client's Repr-Digest names another representation. */
+function notAcceptable (reply: FastifyReply, state: ResponseState, repr: DigestResults): string {
+  const alg = conditionalAlgorithm(state.params)
+  reply.code(406)
+  for (const h of ['content-encoding', 'content-type', 'content-length', 'content-range', 'content-digest', 'unencoded-digest']) {
+    reply.removeHeader(h)
+  }
+  setField(reply, 'repr-digest', pick(repr, [alg]), state.params.strict)
+  return ''
+}
+
+function trailersAllowed (request: FastifyRequest, params: DigestParams): boolean {
+  // Fastify sends trailers to anyone (and forces chunked on HTTP/1.0): only
+  // use them when the client said it accepts them (RFC 9110 §10.1.4).
+  if (!params.trailers || request.raw.httpVersion === '1.0') return false
+  const te = request.headers.te
+  return typeof te === 'string' && /(?:^|,)\s*trailers\s*(?:[,;]|$)/i.test(te)
+}
+
+function noContentStatus (status: number): boolean {
+  return status < 200 || status === 204 || status === 304
+}
+
+/** Content stage for string, Buffer and empty payloads. */
+function bufferedContent (
+  request: FastifyRequest, reply: FastifyReply, payload: Payload, state: ResponseState
+): Payload {
+  const { params } = state
+  const status = reply.statusCode
+  const isHead = request.method === 'HEAD'
+  const partial = status === 206
+  let content: DigestResults | null = null
+  let identity: DigestResults | null = state.repr
+  if (isHead) {
+    // A HEAD response has no content (RFC 9530 B.2).
+    content = digestAll(state.contentAlgs, EMPTY)
+    if (identity === null && state.reprPayload !== null) {
+      identity = digestAll(state.reprNeeded, state.reprPayload)
+      state.reprBytes = Buffer.byteLength(state.reprPayload)
+    }
+    // A HEAD whose Content-Length disagrees with what was hashed stands for
+    // another body (e.g. @fastify/static's empty HEAD stream): omit it.
+    const cl = reply.getHeader('content-length')
+    if (cl !== undefined && Number(cl) !== state.reprBytes) identity = null
+  } else {
+    const bytes = (payload ?? '') as string | Buffer
+    if (bytes === state.reprPayload) {
+      // Nothing changed the bytes: one pass serves both fields.
+      content = digestAll(union(state.contentAlgs, partial ? [] : state.reprNeeded), bytes)
+      identity = partial ? null : content
+    } else {
+      content = digestAll(union(state.contentAlgs, params.strict && !partial ? state.reprNeeded : []), bytes)
+      if (!partial && state.reprPayload !== null) identity = digestAll(state.reprNeeded, state.reprPayload)
+    }
+  }
+  return finish(reply, payload, state, content, identity, isHead || partial)
+}
+
+/**
+ * Set the digest fields. `identity` holds digests of the representation
+ * before content coding; in strict mode a full response's representation is
+ * its (coded) content.
+ */
+function finish (
+  reply: FastifyReply, payload: Payload, state: ResponseState,
+  content: DigestResults | null, identity: DigestResults | null, notFull: boolean
+): Payload {
+  const { params } = state
+  const repr = reprDigests(reply, params.strict && !notFull ? content : identity, state.reprNeeded)
+  if (conditionalFails(state, repr)) return notAcceptable(reply, state, repr as DigestResults)
+  setField(reply, 'content-digest', pick(content, state.contentAlgs), params.strict)
+  setField(reply, 'repr-digest', pick(repr, state.reprAlgs), params.strict)
+  if (params.unencodedDigest && state.reprAlgs.length > 0) {
+    setField(reply, 'unencoded-digest', pick(reprDigests(reply, identity, state.reprAlgs), state.reprAlgs), true)
+  }
+  return payload
+}
+
+/** Content stage for streams: trailers when allowed, else buffer up to maxBufferSize. */
+async function streamedContent (
+  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState
+): Promise<Payload> {
+  const { params } = state
+  const partial = reply.statusCode === 206
+  const unchanged = payload === state.reprStream
+  let hasher: DigestTransform
+  if (unchanged) {
+    hasher = state.reprStream as DigestTransform
+  } else {
+    hasher = new DigestTransform(union(state.contentAlgs, params.strict && !partial ? state.reprNeeded : []))
+    pipeline(payload, hasher, () => {})
+  }
+  // The identity representation: a stream hashed as it flowed, or a buffered
+  // payload that compress turned into a stream.
+  const identityOf = (): DigestResults | null => {
+    if (partial) return null
+    if (state.reprStream !== null) return state.reprStream.digests
+    return state.reprPayload === null ? null : digestAll(state.reprNeeded, state.reprPayload)
+  }
+
+  if (state.conditional === null && trailersAllowed(request, params)) {
+    // Digests are known only at the end: declare them as trailers (RFC 9530 §2, §3).
+    reply.removeHeader('content-length')
+    if (state.contentAlgs.length > 0) {
+      reply.trailer('content-digest', (_r, _p, done) => {
+        done(null, serializeDigestField(pick(hasher.digests, state.contentAlgs), { strict: params.strict }))
+      })
+    }
+    if (state.reprAlgs.length > 0) {
+      reply.trailer('repr-digest', (r, _p, done) => {
+        const identity = identityOf()
+        const repr = reprDigests(r, params.strict && !partial ? hasher.digests : identity, state.reprAlgs)
+        const entries = pick(repr, state.reprAlgs)
+        if (entries.length === 0) done(new Error('no representation digest'))
+        else done(null, serializeDigestField(entries, { strict: params.strict }))
+      })
+    }
+    return hasher
+  }
+
+  const collected = await collectUpTo(hasher, params.maxBufferSize)
+  if (collected.chunks === null) {
+    request.log.debug({ limit: params.maxBufferSize }, 'fastify-digest-fields: streamed body larger than maxBufferSize, digests omitted')
+    return collected.rest
+  }
+  const body = Buffer.concat(collected.chunks)
+  if (!noContentStatus(reply.statusCode)) reply.header('content-length', body.byteLength)
+  return finish(reply, body, state, hasher.digests, identityOf(), partial)
+}
+
+function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+  const state = (request as unknown as Record<symbol, ResponseState | typeof kNothing | null>)[kResponseState]
+  if (state === null || state === undefined) {
+    done(null, payload)
+    return
+  }
+  addVary(reply)
+  if (state === kNothing) {
+    done(null, payload)
+    return
+  }
+  if (noContentStatus(reply.statusCode)) {
+    // No content: no Content-Digest; Repr-Digest only when the route declared it.
+    setField(reply, 'repr-digest', pick(getDeclared(reply), state.reprAlgs), state.params.strict)
+    done(null, payload)
+    return
+  }
+  if (request.method !== 'HEAD' && isNodeStream(payload)) {
+    streamedContent(request, reply, payload, state).then((p) => done(null, p), done)
+    return
+  }
+  done(null, bufferedContent(request, reply, payload, state))
+}
+
+export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller {
+  fastify.decorateRequest(kResponseState as unknown as string, null)
+
+  function digestRepresentation (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+    let routeParams = getParams(request)
+    // 404s never reach onRoute (and compress never touches them): both stages run here.
+    const notFound = routeParams === undefined && request.is404
+    if (notFound) routeParams = params
+    if (routeParams === undefined) {
+      done(null, payload)
+      return
+    }
+    const state = newState(request, routeParams)
+    ;(request as unknown as Record<symbol, unknown>)[kResponseState] = state
+    if (state === kNothing) {
+      if (notFound) contentStage(request, reply, payload, done)
+      else done(null, payload)
+      return
+    }
+    representationStage(request, reply, payload, state).then((p) => {
+      if (notFound) contentStage(request, reply, p, done)
+      else done(null, p)
+    }, done)
+  }
+
+  fastify.addHook('onSend', digestRepresentation as onSendHookHandler)
+
+  return {
+    onRoute (routeOptions: RouteOptions) {
+      // Queued so it lands after every onRoute hook's synchronous push, i.e.
+      // after @fastify/compress's onSend in either registration order.
+      queueMicrotask(() => {
+        const current = routeOptions.onSend
+        const list = current === undefined ? [] : Array.isArray(current) ? current : [current]
+        routeOptions.onSend = [...list, contentStage as onSendHookHandler]
+      })
+    }
+  }
 }
