@@ -157,7 +157,8 @@ async function representationStage (
     // Unwrap a fetch Response here, as fastify would later, so it can be hashed.
     reply.code(payload.status)
     for (const [name, value] of payload.headers) reply.header(name, value)
-    payload = payload.body === null ? undefined : Readable.fromWeb(payload.body as import('node:stream/web').ReadableStream)
+    // (An onSend hook cannot replace a payload with undefined: an empty body is ''.)
+    payload = payload.body === null ? '' : Readable.fromWeb(payload.body as import('node:stream/web').ReadableStream)
   } else if (isWebStream(payload)) {
     payload = Readable.fromWeb(payload as import('node:stream/web').ReadableStream)
   }
@@ -199,8 +200,9 @@ function reprDigests (
   return out
 }
 
-function conditionalFails (state: ResponseState, repr: DigestResults | null): boolean {
-  if (state.conditional === null || repr === null) return false
+function conditionalFails (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): boolean {
+  // Only a successful response stands for the target's current representation.
+  if (state.conditional === null || repr === null || reply.statusCode < 200 || reply.statusCode > 299) return false
   for (const [a, expected] of state.conditional) {
     const actual = repr.get(a)
     if (actual === undefined) return false
@@ -282,7 +284,7 @@ function finish (
 ): Payload {
   const { params } = state
   const repr = reprDigests(reply, params.strict && !notFull ? content : identity, state.reprNeeded)
-  if (conditionalFails(state, repr)) return notAcceptable(reply, state, repr as DigestResults)
+  if (conditionalFails(reply, state, repr)) return notAcceptable(reply, state, repr as DigestResults)
   setField(reply, 'content-digest', pick(content, state.contentAlgs), params.strict)
   setField(reply, 'repr-digest', pick(repr, state.reprAlgs), params.strict)
   if (params.unencodedDigest && state.reprAlgs.length > 0) {

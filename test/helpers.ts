@@ -1,0 +1,63 @@
+// Shared test helpers: a fresh Fastify per test, expected field values
+// recomputed from the bytes the client actually received.
+import { createHash } from 'node:crypto'
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { FastifyDigestFieldsOptions } from '../types/index'
+import digestFields = require('../lib/index')
+
+export const EMPTY_SHA256 = 'sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:'
+
+interface Closeable { teardown (fn: () => unknown): void }
+
+export async function buildApp (
+  t: Closeable,
+  opts: FastifyDigestFieldsOptions = {},
+  serverOpts: FastifyServerOptions = {},
+  before?: (app: FastifyInstance) => Promise<void>
+): Promise<FastifyInstance> {
+  const app = Fastify(serverOpts)
+  t.teardown(() => app.close())
+  if (before !== undefined) await before(app)
+  await app.register(digestFields, opts)
+  return app
+}
+
+const nodeNames: Record<string, string> = { 'sha-256': 'sha256', 'sha-512': 'sha512', md5: 'md5', sha: 'sha1' }
+
+/** `alg=:base64:` computed independently with node:crypto. */
+export function sf (bytes: Buffer | string, alg = 'sha-256'): string {
+  const name = nodeNames[alg]
+  if (name === undefined) throw new Error(`sf() knows no ${alg}`)
+  return `${alg}=:${createHash(name).update(bytes).digest('base64')}:`
+}
+
+/** Undo the content coding a response declares. */
+export function decode (body: Buffer, encoding: string | string[] | number | undefined): Buffer {
+  switch (encoding) {
+    case undefined: return body
+    case 'gzip': return gunzipSync(body)
+    case 'deflate': return inflateSync(body)
+    case 'br': return brotliDecompressSync(body)
+    default: throw new Error(`unexpected content-encoding ${String(encoding)}`)
+  }
+}
+
+/** The pattern bytes i -> (i * 31) mod 251, as large as needed. */
+export function pattern (size: number): Buffer {
+  const buf = Buffer.alloc(size)
+  for (let i = 0; i < size; i++) buf[i] = (i * 31) % 251
+  return buf
+}
+
+/** CRC-32C, bit by bit (RFC 9260 Appendix A), as `crc32c=:base64:`. */
+export function crc32cField (bytes: Buffer | string): string {
+  let crc = 0xFFFFFFFF
+  for (const byte of Buffer.from(bytes)) {
+    crc ^= byte
+    for (let k = 0; k < 8; k++) crc = (crc & 1) !== 0 ? (crc >>> 1) ^ 0x82F63B78 : crc >>> 1
+  }
+  const out = Buffer.alloc(4)
+  out.writeUInt32BE((crc ^ 0xFFFFFFFF) >>> 0)
+  return `crc32c=:${out.toString('base64')}:`
+}

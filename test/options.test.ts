@@ -1,0 +1,106 @@
+import { test } from 'tap'
+import Fastify from 'fastify'
+import digestFields = require('../lib/index')
+import { normalizeOptions } from '../lib/options'
+
+const bad: Array<[string, unknown, RegExp]> = [
+  ['algorithms not an array', { algorithms: 'sha-256' }, /"algorithms": expected a non-empty array/],
+  ['algorithms empty', { algorithms: [] }, /"algorithms": expected a non-empty array/],
+  ['unknown algorithm', { algorithms: ['sha-256', 'md4'] }, /"algorithms": unknown algorithm "md4"/],
+  ['uppercase algorithm', { algorithms: ['SHA-256'] }, /"algorithms": unknown algorithm "SHA-256"/],
+  ['duplicate algorithm', { algorithms: ['sha-256', 'sha-256'] }, /"algorithms": "sha-256" is listed twice/],
+  ['contentDigest not enabled', { contentDigest: 'md5' }, /"contentDigest": expected true, false, or algorithms among the enabled ones \(sha-256, sha-512\), got "md5"/],
+  ['reprDigest wrong type', { reprDigest: 1 }, /"reprDigest": .*got number/],
+  ['reprDigest array with junk', { reprDigest: ['sha-256', null] }, /"reprDigest": .*got null/],
+  ['verify', { verify: 'always' }, /"verify": expected 'if-present', 'required' or false, got "always"/],
+  ['verify true', { verify: true }, /"verify": .*got boolean/],
+  ['strict', { strict: 'yes' }, /"strict": expected a boolean, got "yes"/],
+  ['trailers', { trailers: 1 }, /"trailers": expected a boolean, got number/],
+  ['conditional', { conditional: null }, /"conditional": expected a boolean, got null/],
+  ['legacyDigest', { legacyDigest: [] }, /"legacyDigest": expected a boolean, got an array/],
+  ['unencodedDigest without strict', { unencodedDigest: true }, /"unencodedDigest": only applies with strict: true/],
+  ['maxBufferSize negative', { maxBufferSize: -1 }, /"maxBufferSize": expected a non-negative integer/],
+  ['maxBufferSize fractional', { maxBufferSize: 1.5 }, /"maxBufferSize"/],
+  ['maxBufferSize string', { maxBufferSize: '1mb' }, /"maxBufferSize"/]
+]
+
+test('bad options fail at registration with FST_DIGEST_INVALID_OPTION naming the option', async (t) => {
+  for (const [name, opts, message] of bad) {
+    const app = Fastify()
+    await t.rejects(async () => { await app.register(digestFields, opts as never) }, { code: 'FST_DIGEST_INVALID_OPTION', message }, name)
+    await app.close()
+  }
+  t.throws(() => normalizeOptions(null as never), { code: 'FST_DIGEST_INVALID_OPTION', message: /"options": expected an object, got null/ })
+})
+
+test('defaults and normalization', async (t) => {
+  const d = normalizeOptions()
+  t.same(d, {
+    algorithms: ['sha-256', 'sha-512'],
+    contentDigest: [],
+    reprDigest: [],
+    verify: 'if-present',
+    strict: false,
+    unencodedDigest: false,
+    trailers: true,
+    maxBufferSize: 1048576,
+    conditional: true,
+    legacyDigest: false
+  })
+  t.ok(Object.isFrozen(d))
+  const o = normalizeOptions({
+    algorithms: ['sha-512', 'sha-256', 'crc32c'],
+    contentDigest: true,
+    reprDigest: ['crc32c', 'sha-512', 'crc32c'],
+    strict: true,
+    unencodedDigest: true,
+    verify: false
+  })
+  t.same(o.contentDigest, ['sha-512'], 'true means the first enabled algorithm')
+  t.same(o.reprDigest, ['sha-512', 'crc32c'], 'server order, duplicates dropped')
+  t.same(normalizeOptions({ contentDigest: 'sha-512', reprDigest: false }).contentDigest, ['sha-512'])
+  t.equal(normalizeOptions({ verify: 'required' }).verify, 'required')
+})
+
+test('unknown keys such as register options are accepted', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(digestFields, { prefix: '/x' } as never)
+  t.pass()
+})
+
+test('the digest route option: object, false, or FST_DIGEST_INVALID_ROUTE_OPTION', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(digestFields)
+  app.get('/off', { digest: false }, async () => 'hi')
+  app.get('/on', { digest: { contentDigest: 'sha-512', reprDigest: true } }, async () => 'hi')
+  app.route({ method: 'GET', url: '/plain', handler: async () => 'hi' })
+  const cases: Array<[unknown, RegExp]> = [
+    ['yes', /Invalid digest route option for GET \/bad1: digest: expected an object or false, got "yes"/],
+    [true, /digest: expected an object or false, got boolean/],
+    [null, /got null/],
+    [['sha-256'], /got an array/],
+    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option/],
+    [{ contentDigest: 'md5' }, /contentDigest: expected true, false, or algorithms among the enabled ones/],
+    [{ verify: 'maybe' }, /verify: expected/],
+    [{ maxBufferSize: -5 }, /maxBufferSize: expected/],
+    [{ conditional: 'no' }, /conditional: expected a boolean/]
+  ]
+  let i = 0
+  for (const [digest, message] of cases) {
+    i++
+    t.throws(() => app.get(`/bad${i}`, { digest: digest as never }, async () => 'x'), { code: 'FST_DIGEST_INVALID_ROUTE_OPTION', message }, String(digest))
+  }
+  t.throws(() => app.route({ method: ['GET', 'POST'], url: '/multi', digest: 1 as never, handler: async () => 'x' }), { message: /for GET,POST \/multi/ })
+  const off = await app.inject('/off')
+  t.equal(off.headers.vary, undefined, 'digest: false: the plugin does nothing')
+  t.equal(off.headers['content-digest'], undefined)
+  const on = await app.inject('/on')
+  t.match(on.headers['content-digest'], /^sha-512=:/)
+  t.match(on.headers['repr-digest'], /^sha-256=:/)
+  t.equal(on.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+  const plain = await app.inject('/plain')
+  t.equal(plain.headers['content-digest'], undefined, 'nothing unsolicited by default')
+  t.equal(plain.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+})

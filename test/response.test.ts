@@ -1,0 +1,196 @@
+// Response digests without compression: payload types, negotiation, Vary,
+// status codes, 404s and errors. Every expected value is recomputed from the
+// bytes the client received.
+import { test } from 'tap'
+import { Readable } from 'node:stream'
+import { buildApp, crc32cField, sf, EMPTY_SHA256 } from './helpers'
+
+const JSON_BODY = { hello: 'world' }
+
+test('exchange 1: Want-Content-Digest picks the highest weight only', async (t) => {
+  const app = await buildApp(t)
+  app.get('/items/123', async () => JSON_BODY)
+  const res = await app.inject({ url: '/items/123', headers: { 'want-content-digest': 'sha-256=1, sha-512=3' } })
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['content-digest'], sf(res.rawPayload, 'sha-512'))
+  t.equal(res.headers['repr-digest'], undefined, 'Repr-Digest was neither wanted nor configured')
+  t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+})
+
+test('exchange 2: unsolicited Content-Digest and Repr-Digest are equal when uncompressed', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true })
+  app.get('/items/123', async () => JSON_BODY)
+  const res = await app.inject('/items/123')
+  t.equal(res.body, '{"hello":"world"}')
+  t.equal(res.headers['content-digest'], sf(res.rawPayload))
+  t.equal(res.headers['repr-digest'], res.headers['content-digest'])
+})
+
+test('exchange 3: HEAD carries Repr-Digest of the representation and Content-Digest of empty content', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true })
+  app.get('/items/123', async () => JSON_BODY)
+  const get = await app.inject('/items/123')
+  const head = await app.inject({ method: 'HEAD', url: '/items/123' })
+  t.equal(head.statusCode, 200)
+  t.equal(head.body, '')
+  t.equal(head.headers['content-length'], String(get.rawPayload.length))
+  t.equal(head.headers['content-digest'], EMPTY_SHA256)
+  t.equal(head.headers['repr-digest'], sf(get.rawPayload))
+})
+
+test('payload types: string, Buffer, JSON, null, empty, streams, Response', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: ['sha-256', 'sha-512'] })
+  const text = 'plain text ü'
+  app.get('/string', async () => text)
+  app.get('/buffer', async (_req, reply) => reply.type('application/octet-stream').send(Buffer.from([0, 1, 2, 255])))
+  app.get('/uint8', async (_req, reply) => reply.type('application/octet-stream').send(new Uint8Array([9, 8, 7])))
+  app.get('/json', async () => ({ a: [1, 2, 3] }))
+  app.get('/null', async (_req, reply) => reply.type('application/json').send(null))
+  app.get('/empty', async (_req, reply) => reply.send())
+  app.get('/stream', async (_req, reply) => reply.type('text/plain').send(Readable.from(['ab', 'cd', 'ef'])))
+  app.get('/web', async (_req, reply) => reply.type('text/plain').send(new Blob(['web ', 'stream']).stream()))
+  app.get('/response', async () => new Response('from fetch', { status: 202, headers: { 'content-type': 'text/plain', 'x-r': '1' } }))
+  app.get('/response-empty', async () => new Response(null, { status: 200 }))
+  const expected: Record<string, string> = {
+    '/string': text,
+    '/buffer': '\u0000\u0001\u0002\u00ff',
+    '/json': '{"a":[1,2,3]}',
+    '/null': 'null',
+    '/empty': '',
+    '/stream': 'abcdef',
+    '/web': 'web stream',
+    '/response': 'from fetch',
+    '/response-empty': ''
+  }
+  for (const url of Object.keys(expected).concat('/uint8')) {
+    const res = await app.inject(url)
+    const bytes = res.rawPayload
+    if (url !== '/buffer' && url !== '/uint8') t.equal(res.body, expected[url], url)
+    t.equal(res.headers['content-digest'], sf(bytes), `${url} Content-Digest`)
+    t.equal(res.headers['repr-digest'], `${sf(bytes)}, ${sf(bytes, 'sha-512')}`, `${url} Repr-Digest`)
+    t.equal(res.headers['content-length'], String(bytes.length), `${url} Content-Length`)
+  }
+  const r = await app.inject('/response')
+  t.equal(r.statusCode, 202, 'a fetch Response keeps its status')
+  t.equal(r.headers['x-r'], '1', 'and its headers')
+})
+
+test('negotiation per DESIGN.md §2', async (t) => {
+  const app = await buildApp(t, { algorithms: ['sha-256', 'sha-512', 'md5', 'crc32c'], contentDigest: true })
+  app.get('/', async () => 'negotiate me')
+  const body = Buffer.from('negotiate me')
+  const cases: Array<[Record<string, string>, string | undefined, string | undefined, string]> = [
+    [{}, sf(body), undefined, 'unsolicited: the first algorithm'],
+    [{ 'want-content-digest': 'sha-512=1' }, sf(body, 'sha-512'), undefined, 'a Want replaces the unsolicited default'],
+    [{ 'want-content-digest': 'sha-256=5, sha-512=5' }, sf(body), undefined, 'ties: server order'],
+    [{ 'want-content-digest': 'sha-512=5, sha-256=5' }, sf(body), undefined, 'ties: server order, not the client\'s'],
+    [{ 'want-content-digest': 'sha-256=0' }, sf(body, 'sha-512'), undefined, 'weight 0 removes the unsolicited algorithm; next candidate? no: unsolicited list only'],
+    [{ 'want-content-digest': 'md5=10' }, sf(body, 'md5'), undefined, 'deprecated algorithms when enabled'],
+    [{ 'want-content-digest': 'crc32c=2' }, crc32cField(body), undefined, 'crc32c as a Byte Sequence'],
+    [{ 'want-content-digest': 'sha=10, unixsum=3' }, sf(body), undefined, 'only non-enabled algorithms wanted: unsolicited default'],
+    [{ 'want-content-digest': 'foo=10' }, sf(body), undefined, 'unknown algorithms are ignored'],
+    [{ 'want-content-digest': 'sha-512=11' }, sf(body), undefined, 'out-of-range weight: the whole field is ignored'],
+    [{ 'want-content-digest': 'sha-512=1.5' }, sf(body), undefined, 'decimal weight: ignored'],
+    [{ 'want-content-digest': 'sha-512' }, sf(body), undefined, 'boolean member: ignored'],
+    [{ 'want-content-digest': 'SHA-512=3' }, sf(body), undefined, 'invalid syntax: ignored'],
+    [{ 'want-repr-digest': 'sha-512=5' }, sf(body, 'sha-512'), sf(body, 'sha-512'), 'Want-Repr-Digest steers the unsolicited Content-Digest'],
+    [{ 'want-repr-digest': 'md5=1', 'want-content-digest': 'sha-256=1' }, sf(body), sf(body, 'md5'), 'each field follows its own Want']
+  ]
+  for (const [headers, cd, rd, name] of cases) {
+    const res = await app.inject({ url: '/', headers })
+    t.equal(res.statusCode, 200, name)
+    if (name.startsWith('weight 0')) {
+      t.equal(res.headers['content-digest'], undefined, 'weight 0 on the only unsolicited algorithm: field omitted')
+      continue
+    }
+    t.equal(res.headers['content-digest'], cd, name)
+    t.equal(res.headers['repr-digest'], rd, `${name} (Repr-Digest)`)
+  }
+})
+
+test('nothing configured: Want-* alone decides, and only positive weights count', async (t) => {
+  const app = await buildApp(t)
+  app.get('/', async () => 'x')
+  let res = await app.inject('/')
+  t.equal(res.headers['content-digest'], undefined)
+  t.equal(res.headers['repr-digest'], undefined)
+  res = await app.inject({ url: '/', headers: { 'want-repr-digest': 'sha-256=0, sha-512=0' } })
+  t.equal(res.headers['repr-digest'], undefined)
+  res = await app.inject({ url: '/', headers: { 'want-repr-digest': 'md5=9' } })
+  t.equal(res.headers['repr-digest'], undefined, 'md5 is not enabled: never computed')
+  res = await app.inject({ url: '/', headers: { 'want-repr-digest': 'sha-512=1', 'want-content-digest': 'sha-256=2' } })
+  t.equal(res.headers['repr-digest'], sf('x', 'sha-512'))
+  t.equal(res.headers['content-digest'], sf('x'))
+})
+
+test('Vary is appended to, never clobbered', async (t) => {
+  const app = await buildApp(t)
+  app.get('/accept', async (_req, reply) => reply.header('vary', 'Accept').send('a'))
+  app.get('/star', async (_req, reply) => reply.header('vary', '*').send('a'))
+  app.get('/has', async (_req, reply) => reply.header('vary', 'want-repr-digest').send('a'))
+  app.get('/empty', async (_req, reply) => reply.header('vary', '').send('a'))
+  t.equal((await app.inject('/accept')).headers.vary, 'Accept, Want-Content-Digest, Want-Repr-Digest')
+  t.equal((await app.inject('/star')).headers.vary, '*')
+  t.equal((await app.inject('/has')).headers.vary, 'want-repr-digest, Want-Content-Digest')
+  t.equal((await app.inject('/empty')).headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+})
+
+test('204, 304 and 1xx: no Content-Digest; Repr-Digest only when declared', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true })
+  const declared = Buffer.alloc(32, 7)
+  app.get('/204', async (_req, reply) => reply.code(204).send('ignored body'))
+  app.get('/204-declared', async (_req, reply) => reply.code(204).setReprDigest({ 'sha-256': declared }).send())
+  app.get('/304', async (_req, reply) => reply.code(304).setReprDigest({ 'sha-256': declared }).send())
+  app.get('/304-plain', async (_req, reply) => reply.code(304).send())
+  for (const url of ['/204', '/304-plain']) {
+    const res = await app.inject(url)
+    t.equal(res.headers['content-digest'], undefined, url)
+    t.equal(res.headers['repr-digest'], undefined, url)
+  }
+  for (const url of ['/204-declared', '/304']) {
+    const res = await app.inject(url)
+    t.equal(res.headers['content-digest'], undefined, url)
+    t.equal(res.headers['repr-digest'], `sha-256=:${declared.toString('base64')}:`, url)
+  }
+})
+
+test('404 and error responses get digests of their own bodies (RFC 9530 B.10)', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true })
+  app.get('/boom', async () => { throw new Error('boom') })
+  app.get('/teapot', async (_req, reply) => reply.code(418).send({ short: 'and stout' }))
+  for (const url of ['/missing', '/boom', '/teapot']) {
+    const res = await app.inject({ url, headers: { 'want-repr-digest': 'sha-512=1' } })
+    t.ok(res.statusCode >= 400, url)
+    t.equal(res.headers['content-digest'], sf(res.rawPayload, 'sha-512'), `${url} Content-Digest`)
+    t.equal(res.headers['repr-digest'], sf(res.rawPayload, 'sha-512'), `${url} Repr-Digest`)
+    t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest', url)
+  }
+})
+
+test('a custom 404 handler and routes declared before the plugin', async (t) => {
+  const app = await buildApp(t, { contentDigest: true }, {}, async (app) => {
+    app.get('/early', async () => 'early')
+  })
+  app.setNotFoundHandler(async (_req, reply) => reply.code(404).send('nothing here'))
+  const early = await app.inject('/early')
+  t.equal(early.headers['content-digest'], undefined, 'routes declared before registration are left alone')
+  const missing = await app.inject('/nope')
+  t.equal(missing.body, 'nothing here')
+  t.equal(missing.headers['content-digest'], sf('nothing here'))
+  const nothing = await app.inject({ url: '/nope', headers: { 'want-content-digest': 'sha-256=0' } })
+  t.equal(nothing.headers['content-digest'], undefined)
+  t.equal(nothing.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+})
+
+test('reply.setReprDigest: declared digests are used instead of hashing', async (t) => {
+  const app = await buildApp(t, { algorithms: ['sha-256', 'unixsum'], reprDigest: ['sha-256', 'unixsum'], contentDigest: true })
+  const stored = Buffer.alloc(32, 1)
+  app.get('/declared', async (_req, reply) => reply.setReprDigest({ 'sha-256': stored }).setReprDigest({ unixsum: 6405 }).send('body'))
+  app.get('/bad', async (_req, reply) => reply.setReprDigest({ 'sha-256': Buffer.alloc(3) }).send('x'))
+  const res = await app.inject('/declared')
+  t.equal(res.headers['repr-digest'], `sha-256=:${stored.toString('base64')}:, unixsum=6405`)
+  t.equal(res.headers['content-digest'], sf('body'), 'Content-Digest is still computed from the bytes')
+  const bad = await app.inject('/bad')
+  t.equal(bad.statusCode, 500)
+  t.equal(bad.json().code, 'FST_DIGEST_INVALID_DECLARED_DIGEST')
+})

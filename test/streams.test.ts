@@ -1,0 +1,137 @@
+// Streamed bodies: trailers when the client allows them, else buffered up to
+// maxBufferSize, else passed through untouched without digests.
+import { test } from 'tap'
+import { Readable } from 'node:stream'
+import { request as httpRequest } from 'node:http'
+import { connect } from 'node:net'
+import { createHash } from 'node:crypto'
+import compress from '@fastify/compress'
+import { buildApp, decode, sf, pattern, EMPTY_SHA256 } from './helpers'
+
+function chunked (buf: Buffer, size: number): Readable {
+  const parts: Buffer[] = []
+  for (let i = 0; i < buf.length; i += size) parts.push(buf.subarray(i, i + size))
+  return Readable.from(parts)
+}
+
+test('trailers when the client sends TE: trailers (inject)', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: ['sha-256', 'sha-512'] })
+  const body = pattern(200000)
+  app.get('/s', async (_req, reply) => reply.type('application/octet-stream').header('content-length', body.length).send(chunked(body, 16384)))
+  const res = await app.inject({ url: '/s', headers: { te: 'trailers' } })
+  t.equal(res.rawPayload.length, body.length)
+  t.equal(res.headers['content-length'], undefined, 'Content-Length removed when trailers are used')
+  t.equal(res.headers['transfer-encoding'], 'chunked')
+  t.equal(res.headers.trailer, 'content-digest repr-digest')
+  t.equal(res.headers['content-digest'], undefined)
+  t.equal(res.trailers['content-digest'], sf(body))
+  t.equal(res.trailers['repr-digest'], `${sf(body)}, ${sf(body, 'sha-512')}`)
+})
+
+test('no TE: trailers, or HTTP/1.0, or trailers: false: buffered and sent as headers', async (t) => {
+  const app = await buildApp(t, { contentDigest: true })
+  const body = pattern(50000)
+  app.get('/s', async (_req, reply) => reply.type('application/octet-stream').send(chunked(body, 1000)))
+  app.get('/off', { digest: { trailers: false } }, async (_req, reply) => reply.type('application/octet-stream').send(chunked(body, 1000)))
+  for (const headers of [{}, { te: 'gzip' }, { te: 'trailersx' }]) {
+    const res = await app.inject({ url: '/s', headers })
+    t.equal(res.headers['content-digest'], sf(body), JSON.stringify(headers))
+    t.equal(res.headers['content-length'], String(body.length))
+    t.same(res.trailers, {})
+  }
+  const off = await app.inject({ url: '/off', headers: { te: 'trailers' } })
+  t.equal(off.headers['content-digest'], sf(body))
+  t.same(off.trailers, {})
+})
+
+test('over maxBufferSize without trailers: streamed untouched, digests omitted', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true, maxBufferSize: 10000 }, { logger: { level: 'debug', stream: { write: (line: string) => { logs.push(line) } } } })
+  const logs: string[] = []
+  const body = pattern(30000)
+  app.get('/s', async (_req, reply) => reply.type('application/octet-stream').send(chunked(body, 4096)))
+  app.get('/route', { digest: { maxBufferSize: 100000 } }, async (_req, reply) => reply.type('application/octet-stream').send(chunked(body, 4096)))
+  const res = await app.inject('/s')
+  t.equal(res.statusCode, 200)
+  t.ok(res.rawPayload.equals(body), 'every byte arrives, in order')
+  t.equal(res.headers['content-digest'], undefined)
+  t.equal(res.headers['repr-digest'], undefined)
+  t.ok(logs.some((l) => l.includes('larger than maxBufferSize')), 'the omission is logged at debug')
+  const route = await app.inject('/route')
+  t.equal(route.headers['content-digest'], sf(body), 'a route may raise the limit')
+})
+
+test('HEAD of a streamed route: Repr-Digest hashed up to maxBufferSize, empty Content-Digest', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true, maxBufferSize: 10000 })
+  const small = pattern(5000)
+  const large = pattern(20000)
+  app.get('/small', async (_req, reply) => reply.type('application/octet-stream').send(chunked(small, 1000)))
+  app.get('/large', async (_req, reply) => reply.type('application/octet-stream').send(chunked(large, 1000)))
+  const a = await app.inject({ method: 'HEAD', url: '/small' })
+  t.equal(a.statusCode, 200)
+  t.equal(a.headers['content-digest'], EMPTY_SHA256)
+  t.equal(a.headers['repr-digest'], sf(small))
+  const b = await app.inject({ method: 'HEAD', url: '/large', headers: { te: 'trailers' } })
+  t.equal(b.statusCode, 200)
+  t.equal(b.headers['content-digest'], EMPTY_SHA256)
+  t.equal(b.headers['repr-digest'], undefined, 'too large to hash for a HEAD: omitted')
+  t.same(b.trailers, {}, 'never trailers on HEAD')
+})
+
+test('stream errors do not become digests', async (t) => {
+  const app = await buildApp(t, { contentDigest: true })
+  app.get('/fail', async (_req, reply) => {
+    const s = new Readable({ read () {} })
+    s.push('partial')
+    setImmediate(() => s.destroy(new Error('source failed')))
+    return reply.type('text/plain').send(s)
+  })
+  const res = await app.inject('/fail')
+  t.equal(res.statusCode, 500, 'the error is caught while buffering, before any header went out')
+  t.equal(res.json().message, 'source failed')
+  t.equal(res.headers['content-digest'], sf(res.rawPayload), 'the 500 carries the digest of its own body')
+})
+
+test('over a real server: trailers with gzip, checked by a node:http client', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true }, {}, async (app) => {
+    await app.register(compress, { threshold: 1 })
+  })
+  const body = Buffer.from('streamed over a socket\n'.repeat(5000))
+  app.get('/s', async (_req, reply) => reply.type('text/plain').send(chunked(body, 7000)))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  const got = await new Promise<{ headers: Record<string, unknown>, trailers: Record<string, unknown>, raw: Buffer }>((resolve, reject) => {
+    const req = httpRequest({ port, host: '127.0.0.1', path: '/s', headers: { te: 'trailers', 'accept-encoding': 'gzip' } }, (res) => {
+      const parts: Buffer[] = []
+      res.on('data', (c: Buffer) => parts.push(c))
+      res.on('end', () => resolve({ headers: res.headers, trailers: res.trailers, raw: Buffer.concat(parts) }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  t.equal(got.headers['content-encoding'], 'gzip')
+  t.equal(got.headers.trailer, 'content-digest repr-digest')
+  t.equal(got.trailers['content-digest'], sf(got.raw))
+  t.equal(got.trailers['repr-digest'], sf(decode(got.raw, 'gzip')))
+  t.ok(decode(got.raw, 'gzip').equals(body))
+})
+
+test('over a real server: an HTTP/1.0 request never gets trailers', async (t) => {
+  const app = await buildApp(t, { contentDigest: true })
+  app.get('/s', async (_req, reply) => reply.type('text/plain').send(Readable.from(['one ', 'two'])))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write('GET /s HTTP/1.0\r\nHost: x\r\nTE: trailers\r\n\r\n')
+    })
+    const parts: Buffer[] = []
+    socket.on('data', (c) => parts.push(c))
+    socket.on('end', () => resolve(Buffer.concat(parts).toString('latin1')))
+    socket.on('error', reject)
+  })
+  const [head, content] = raw.split('\r\n\r\n') as [string, string]
+  t.equal(content, 'one two')
+  t.notMatch(head, /trailer/i)
+  t.match(head, new RegExp(`content-digest: ${sf('one two').replace(/[+/=]/g, '\\$&')}`, 'i'))
+  t.equal(createHash('sha256').update(content).digest('base64').length, 44)
+})
