@@ -172,7 +172,9 @@ async function representationStage (
     return hasher
   }
   if (typeof payload === 'string' || Buffer.isBuffer(payload)) state.reprPayload = payload
-  else if (payload === undefined && request.method !== 'HEAD') state.reprPayload = ''
+  // No payload: an empty representation, except for a HEAD, whose handler
+  // need not produce one (the representation is then unknown).
+  else if (request.method !== 'HEAD') state.reprPayload = ''
   return payload
 }
 
@@ -312,7 +314,7 @@ async function streamedContent (
   const identityOf = (): DigestResults | null => {
     if (partial) return null
     if (state.reprStream !== null) return state.reprStream.digests
-    return state.reprPayload === null ? null : digestAll(state.reprNeeded, state.reprPayload)
+    return digestAll(state.reprNeeded, state.reprPayload as string | Buffer)
   }
 
   if (state.conditional === null && trailersAllowed(request, params)) {
@@ -341,16 +343,12 @@ async function streamedContent (
     return collected.rest
   }
   const body = Buffer.concat(collected.chunks)
-  if (!noContentStatus(reply.statusCode)) reply.header('content-length', body.byteLength)
+  reply.header('content-length', body.byteLength)
   return finish(reply, body, state, hasher.digests, identityOf(), partial)
 }
 
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
-  const state = (request as unknown as Record<symbol, ResponseState | typeof kNothing | null>)[kResponseState]
-  if (state === null || state === undefined) {
-    done(null, payload)
-    return
-  }
+  const state = (request as unknown as { [kResponseState]: ResponseState | typeof kNothing })[kResponseState]
   addVary(reply)
   if (state === kNothing) {
     done(null, payload)
@@ -370,7 +368,9 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
 }
 
 export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller {
-  fastify.decorateRequest(kResponseState as unknown as string, null)
+  // A primitive initial value: a request the representation stage did not
+  // look at carries no digest fields.
+  fastify.decorateRequest(kResponseState as unknown as string, kNothing)
 
   function digestRepresentation (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
     let routeParams = getParams(request)
@@ -382,7 +382,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       return
     }
     const state = newState(request, routeParams)
-    ;(request as unknown as Record<symbol, unknown>)[kResponseState] = state
+    ;(request as unknown as { [kResponseState]: unknown })[kResponseState] = state
     if (state === kNothing) {
       if (notFound) contentStage(request, reply, payload, done)
       else done(null, payload)

@@ -1,0 +1,51 @@
+// Choosing the algorithms for one response field (Content-Digest or
+// Repr-Digest) from the Want-* preferences and the server's policy
+// (DESIGN.md §2, RFC 9530 §4). Pure: no fastify, no structured-headers here.
+import type { DigestAlgorithm, SelectionInput, WantMap } from '../types/index'
+import { serializeWantField } from './fields'
+
+// The candidate with the highest positive weight in `want`; ties go to the
+// earlier candidate (server order). Unknown keys in `want` are never looked at.
+function preferred (candidates: readonly DigestAlgorithm[], want: WantMap | null | undefined): DigestAlgorithm | undefined {
+  if (want == null) return undefined
+  let best: DigestAlgorithm | undefined
+  let bestWeight = 0
+  for (const algorithm of candidates) {
+    const weight = want.get(algorithm)
+    if (weight !== undefined && weight > bestWeight) {
+      best = algorithm
+      bestWeight = weight
+    }
+  }
+  return best
+}
+
+/**
+ * The algorithms to send in one field, in server order (empty: omit it).
+ * Candidates are the enabled `algorithms` minus those the field's own Want-*
+ * weights 0.
+ * 1. The field's Want-* gives a candidate a positive weight: the highest
+ *    weighted one, alone (it replaces the unsolicited default).
+ * 2. Else, when the field is sent unsolicited: the other field's Want-*
+ *    highest-weighted candidate if it names one, else the unsolicited
+ *    algorithms that are still candidates.
+ * 3. Else nothing: a preference is only a hint (RFC 9530 §4).
+ */
+export function selectAlgorithms ({ algorithms, want, otherWant, unsolicited }: SelectionInput): DigestAlgorithm[] {
+  const candidates = want == null ? algorithms : algorithms.filter((algorithm) => want.get(algorithm) !== 0)
+  const wanted = preferred(candidates, want)
+  if (wanted !== undefined) return [wanted]
+  if (unsolicited === undefined || unsolicited.length === 0) return []
+  const steered = preferred(candidates, otherWant)
+  if (steered !== undefined) return [steered]
+  return candidates.filter((algorithm) => unsolicited.includes(algorithm))
+}
+
+/**
+ * The Want-* value advertising what the server accepts, weights descending
+ * from 10 in server order (never below 1): ['sha-256', 'sha-512'] →
+ * `sha-256=10, sha-512=9`.
+ */
+export function wantAdvertisement (algorithms: readonly DigestAlgorithm[]): string {
+  return serializeWantField(algorithms.map((algorithm, index) => [algorithm, Math.max(10 - index, 1)] as const))
+}
