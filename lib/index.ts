@@ -64,9 +64,22 @@ const exported = Object.assign(plugin, {
   verifyDigests
 })
 
-// Static hints for Node's CommonJS named-export detection, so that
-// `import digestFields, { fastifyDigestFields } from 'fastify-digest-fields'` works from ESM.
+// Static hints for Node's CommonJS named-export detection (cjs-module-lexer),
+// so that `import digestFields, { fastifyDigestFields, computeDigest } from
+// 'fastify-digest-fields'` works from ESM. `export =` below replaces
+// module.exports with `exported`, which carries the same properties.
 module.exports.default = exported
 module.exports.fastifyDigestFields = exported
 module.exports.errors = errors
+module.exports.ALGORITHMS = ALGORITHMS
+module.exports.isDigestAlgorithm = isDigestAlgorithm
+module.exports.computeDigest = computeDigest
+module.exports.createDigester = createDigester
+module.exports.parseDigestField = parseDigestField
+module.exports.serializeDigestField = serializeDigestField
+module.exports.parseWantField = parseWantField
+module.exports.serializeWantField = serializeWantField
+module.exports.parseLegacyDigest = parseLegacyDigest
+module.exports.selectAlgorithms = selectAlgorithms
+module.exports.verifyDigests = verifyDigests
 export = exported

@@ -1,0 +1,92 @@
+import { expect, test } from 'tstyche'
+import Fastify, { type FastifyPluginCallback } from 'fastify'
+import digestFields, {
+  fastifyDigestFields,
+  computeDigest,
+  createDigester,
+  errors,
+  parseDigestField,
+  parseWantField,
+  selectAlgorithms,
+  serializeDigestField,
+  type DigestAlgorithm,
+  type DigestVerification,
+  type FastifyDigestFieldsOptions,
+  type RouteDigestOptions
+} from '..'
+import * as ns from '..'
+import cjs = require('..')
+
+test('import forms', () => {
+  expect(digestFields).type.toBe(fastifyDigestFields)
+  expect(ns.default).type.toBe(fastifyDigestFields)
+  expect(cjs.fastifyDigestFields).type.toBe(fastifyDigestFields)
+  expect(fastifyDigestFields).type.toBeAssignableTo<FastifyPluginCallback<FastifyDigestFieldsOptions>>()
+})
+
+test('plugin options', () => {
+  const app = Fastify()
+  app.register(digestFields)
+  app.register(digestFields, {})
+  app.register(digestFields, {
+    algorithms: ['sha-256', 'sha-512', 'crc32c'],
+    contentDigest: true,
+    reprDigest: ['sha-256', 'unixsum'],
+    verify: 'required',
+    strict: true,
+    unencodedDigest: true,
+    trailers: false,
+    maxBufferSize: 65536,
+    conditional: false,
+    legacyDigest: true
+  })
+  app.register(digestFields, { contentDigest: 'sha-512', verify: false })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: ['md4'] })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: 'sha-256' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { contentDigest: 'SHA-256' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { verify: 'always' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { verify: true })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { maxBufferSize: '1mb' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { strict: 'yes' })
+})
+
+test('the digest route option', () => {
+  const app = Fastify()
+  const handler = async (): Promise<string> => 'ok'
+  app.get('/a', { digest: { contentDigest: 'sha-512' } }, handler)
+  app.get('/b', { digest: false }, handler)
+  app.post('/c', { digest: { verify: 'required', maxBufferSize: 1 } }, handler)
+  app.route({ method: 'GET', url: '/d', digest: { reprDigest: true, conditional: false }, handler })
+  app.route({ method: 'GET', url: '/e', digest: false, handler })
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: 'yes' }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: true }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { algorithms: ['sha-256'] } }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { contentDigest: 'md4' } }, handler)
+  expect(app.route).type.not.toBeCallableWith({ method: 'GET', url: '/x', digest: 'yes', handler })
+  expect<RouteDigestOptions>().type.toBeAssignableFrom({ verify: false as const })
+})
+
+test('decorators', () => {
+  const app = Fastify()
+  app.get('/', async (request, reply) => {
+    expect(request.digestVerification).type.toBe<DigestVerification | null>()
+    expect(reply.setReprDigest({ 'sha-256': Buffer.alloc(32), unixsum: 6405 })).type.toBe<typeof reply>()
+    expect(reply.setReprDigest).type.not.toBeCallableWith({ md4: Buffer.alloc(16) })
+    return 'ok'
+  })
+})
+
+test('helpers', () => {
+  expect(computeDigest('sha-256', 'x')).type.toBe<Buffer>()
+  expect(computeDigest).type.not.toBeCallableWith('md4', 'x')
+  expect(createDigester('crc32c').update(Buffer.alloc(1)).digest()).type.toBe<Buffer>()
+  expect(parseDigestField('sha-256=:AAAA:')).type.toBe<Map<string, Buffer> | null>()
+  expect(parseWantField(['sha-256=1'])).type.toBe<Map<string, number> | null>()
+  expect(serializeDigestField([['sha-256', Buffer.alloc(32)]], { strict: true })).type.toBe<string>()
+  expect(selectAlgorithms({ algorithms: ['sha-256'] })).type.toBe<DigestAlgorithm[]>()
+})
+
+test('error codes', () => {
+  expect(new errors.FST_DIGEST_MISMATCH().code).type.toBe<'FST_DIGEST_MISMATCH'>()
+  expect(errors.FST_DIGEST_INVALID_OPTION('x', 'y').code).type.toBe<'FST_DIGEST_INVALID_OPTION'>()
+})
