@@ -9,7 +9,6 @@ import Fastify from 'fastify'
 const root = join(__dirname, '..')
 
 test('CommonJS: require() gives the plugin, .default and .fastifyDigestFields', async (t) => {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const pkg = require(root)
   t.equal(typeof pkg, 'function')
   t.equal(pkg.default, pkg)
