@@ -164,6 +164,9 @@ async function representationStage (
   }
   if (isNodeStream(payload)) {
     if (request.method === 'HEAD') return await hashHeadStream(payload, state)
+    // Strict mode without Unencoded-Digest: the representation is whatever
+    // the content stage sees (coded or not); hash it there, once.
+    if (!identityNeeded(state.params)) return payload
     // Hash the representation as it flows; the content algorithms ride along
     // so an unchanged (uncompressed) stream is hashed once for both fields.
     const hasher = new DigestTransform(union(state.reprNeeded, state.contentAlgs))
@@ -236,6 +239,15 @@ function trailersAllowed (request: FastifyRequest, params: DigestParams): boolea
   return typeof te === 'string' && /(?:^|,)\s*trailers\s*(?:[,;]|$)/i.test(te)
 }
 
+/**
+ * Whether a full response needs the digest of its identity representation:
+ * always in the default mode (it is the Repr-Digest); in strict mode only for
+ * Unencoded-Digest (the Repr-Digest is the coded content's).
+ */
+function identityNeeded (params: DigestParams): boolean {
+  return !params.strict || params.unencodedDigest
+}
+
 function noContentStatus (status: number): boolean {
   return status < 200 || status === 204 || status === 304
 }
@@ -269,7 +281,7 @@ function bufferedContent (
       identity = partial ? null : content
     } else {
       content = digestAll(union(state.contentAlgs, params.strict && !partial ? state.reprNeeded : []), bytes)
-      if (!partial && state.reprPayload !== null) identity = digestAll(state.reprNeeded, state.reprPayload)
+      if (!partial && state.reprPayload !== null && identityNeeded(params)) identity = digestAll(state.reprNeeded, state.reprPayload)
     }
   }
   return finish(reply, payload, state, content, identity, isHead || partial)
@@ -293,6 +305,24 @@ function finish (
     setField(reply, 'unencoded-digest', pick(reprDigests(reply, identity, state.reprAlgs), state.reprAlgs), true)
   }
   return payload
+}
+
+/**
+ * Declare a digest trailer whose value is read once the body has been sent.
+ * A trailer callback that fails is dropped by fastify: that is how a digest
+ * that turned out to be unknown (a 206 without a declared representation
+ * digest) is left out.
+ */
+function trailer (
+  reply: FastifyReply, name: string, algs: readonly DigestAlgorithm[], strict: boolean,
+  compute: (reply: FastifyReply) => DigestResults | null
+): void {
+  if (algs.length === 0) return
+  reply.trailer(name, (r, _payload, done) => {
+    const entries = pick(compute(r), algs)
+    if (entries.length === 0) done(new Error(`no ${name} value`))
+    else done(null, serializeDigestField(entries, { strict }))
+  })
 }
 
 /** Content stage for streams: trailers when allowed, else buffer up to maxBufferSize. */
@@ -320,19 +350,12 @@ async function streamedContent (
   if (state.conditional === null && trailersAllowed(request, params)) {
     // Digests are known only at the end: declare them as trailers (RFC 9530 §2, §3).
     reply.removeHeader('content-length')
-    if (state.contentAlgs.length > 0) {
-      reply.trailer('content-digest', (_r, _p, done) => {
-        done(null, serializeDigestField(pick(hasher.digests, state.contentAlgs), { strict: params.strict }))
-      })
-    }
-    if (state.reprAlgs.length > 0) {
-      reply.trailer('repr-digest', (r, _p, done) => {
-        const identity = identityOf()
-        const repr = reprDigests(r, params.strict && !partial ? hasher.digests : identity, state.reprAlgs)
-        const entries = pick(repr, state.reprAlgs)
-        if (entries.length === 0) done(new Error('no representation digest'))
-        else done(null, serializeDigestField(entries, { strict: params.strict }))
-      })
+    const strict = params.strict
+    trailer(reply, 'content-digest', state.contentAlgs, strict, () => hasher.digests)
+    trailer(reply, 'repr-digest', state.reprAlgs, strict, (r) =>
+      reprDigests(r, strict && !partial ? hasher.digests : identityOf(), state.reprAlgs))
+    if (params.unencodedDigest) {
+      trailer(reply, 'unencoded-digest', state.reprAlgs, true, (r) => reprDigests(r, identityOf(), state.reprAlgs))
     }
     return hasher
   }
@@ -344,7 +367,7 @@ async function streamedContent (
   }
   const body = Buffer.concat(collected.chunks)
   reply.header('content-length', body.byteLength)
-  return finish(reply, body, state, hasher.digests, identityOf(), partial)
+  return finish(reply, body, state, hasher.digests, identityNeeded(params) ? identityOf() : null, partial)
 }
 
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {

@@ -135,3 +135,22 @@ test('over a real server: an HTTP/1.0 request never gets trailers', async (t) =>
   t.match(head, new RegExp(`content-digest: ${sf('one two').replace(/[+/=]/g, '\\$&')}`, 'i'))
   t.equal(createHash('sha256').update(content).digest('base64').length, 44)
 })
+
+test('strict mode streams: Repr-Digest of the coded bytes, Unencoded-Digest of the identity, as trailers or headers', async (t) => {
+  for (const unencodedDigest of [false, true]) {
+    const app = await buildApp(t, { strict: true, unencodedDigest, contentDigest: true, reprDigest: true }, {}, async (app) => {
+      await app.register(compress, { threshold: 1 })
+    })
+    const body = Buffer.from('strict stream\n'.repeat(3000))
+    app.get('/s', async (_req, reply) => reply.type('text/plain').send(chunked(body, 5000)))
+    for (const headers of [{ te: 'trailers', 'accept-encoding': 'gzip' }, { 'accept-encoding': 'gzip' }, { te: 'trailers' }]) {
+      const res = await app.inject({ url: '/s', headers })
+      const fields = { ...res.headers, ...res.trailers }
+      const name = `unencodedDigest=${unencodedDigest} ${JSON.stringify(headers)}`
+      t.ok(decode(res.rawPayload, res.headers['content-encoding']).equals(body), name)
+      t.equal(fields['content-digest'], sf(res.rawPayload), name)
+      t.equal(fields['repr-digest'], sf(res.rawPayload), `${name}: the representation is the coded content`)
+      t.equal(fields['unencoded-digest'], unencodedDigest ? sf(body) : undefined, name)
+    }
+  }
+})
