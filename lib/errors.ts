@@ -31,6 +31,15 @@ export const FST_DIGEST_UNSUPPORTED_ALGORITHM = createError(
 export const FST_DIGEST_MISSING = createError(
   'FST_DIGEST_MISSING', 'This route requires a Content-Digest or Repr-Digest for the request content', 400)
 
+export const FST_DIGEST_UNSUPPORTED_ENCODING = createError(
+  'FST_DIGEST_UNSUPPORTED_ENCODING', 'Cannot verify the %s field: content coding "%s" cannot be decoded here', 415)
+
+export const FST_DIGEST_INVALID_ENCODING = createError(
+  'FST_DIGEST_INVALID_ENCODING', 'Cannot verify the %s field: the content is not valid %s', 400)
+
+export const FST_DIGEST_CONTENT_TOO_LARGE = createError(
+  'FST_DIGEST_CONTENT_TOO_LARGE', 'Cannot verify the %s field: the decoded content exceeds the body limit of %s bytes', 413)
+
 export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
@@ -40,5 +49,8 @@ export const errors = {
   FST_DIGEST_MISMATCH,
   FST_DIGEST_INVALID_VALUE,
   FST_DIGEST_UNSUPPORTED_ALGORITHM,
-  FST_DIGEST_MISSING
+  FST_DIGEST_MISSING,
+  FST_DIGEST_UNSUPPORTED_ENCODING,
+  FST_DIGEST_INVALID_ENCODING,
+  FST_DIGEST_CONTENT_TOO_LARGE
 } as const satisfies Record<DigestErrorCode, unknown>

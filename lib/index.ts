@@ -15,6 +15,7 @@ import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './
 import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './fields'
 import { selectAlgorithms } from './negotiation'
 import { verifyDigests } from './verification'
+import { staticHeaders } from './file-digests'
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
   let params: DigestParams
@@ -61,7 +62,8 @@ const exported = Object.assign(plugin, {
   serializeWantField,
   parseLegacyDigest,
   selectAlgorithms,
-  verifyDigests
+  verifyDigests,
+  staticHeaders
 })
 
 // Static hints for Node's CommonJS named-export detection (cjs-module-lexer),
@@ -82,4 +84,5 @@ module.exports.serializeWantField = serializeWantField
 module.exports.parseLegacyDigest = parseLegacyDigest
 module.exports.selectAlgorithms = selectAlgorithms
 module.exports.verifyDigests = verifyDigests
+module.exports.staticHeaders = staticHeaders
 export = exported

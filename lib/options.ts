@@ -26,6 +26,8 @@ export interface DigestParams {
   readonly maxBufferSize: number
   readonly conditional: boolean
   readonly legacyDigest: boolean
+  /** How many files' whole-file digests are kept (plugin-level only). */
+  readonly fileCacheSize: number
 }
 
 /** What the response and request concerns give the entry's onRoute hook. */
@@ -35,6 +37,7 @@ export interface RouteHookInstaller {
 
 export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 export const defaultMaxBufferSize = 1024 * 1024
+export const defaultFileCacheSize = 1000
 
 const verifyPolicies: readonly unknown[] = ['if-present', 'required', false]
 
@@ -98,10 +101,10 @@ function checkVerify (value: unknown, fallback: VerifyPolicy, fail: Fail): Verif
   return value as VerifyPolicy
 }
 
-function checkSize (value: unknown, fallback: number, fail: Fail): number {
+function checkSize (value: unknown, fallback: number, fail: Fail, name = 'maxBufferSize', unit = 'bytes'): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw fail('maxBufferSize', `expected a non-negative integer number of bytes, got ${describe(value)}`)
+    throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
   }
   return value
 }
@@ -130,7 +133,8 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     trailers: checkBoolean(opts.trailers, 'trailers', true, pluginFail),
     maxBufferSize: checkSize(opts.maxBufferSize, defaultMaxBufferSize, pluginFail),
     conditional: checkBoolean(opts.conditional, 'conditional', true, pluginFail),
-    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', false, pluginFail)
+    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', false, pluginFail),
+    fileCacheSize: checkSize(opts.fileCacheSize, defaultFileCacheSize, pluginFail, 'fileCacheSize', 'files')
   })
 }
 

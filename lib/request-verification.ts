@@ -1,7 +1,529 @@
-// (placeholder, being written) Request verification.
-import type { FastifyInstance } from 'fastify'
+// Request verification (DESIGN.md §3): Content-Digest, Repr-Digest and the
+// legacy Digest of request content, checked as the body streams.
+//
+// Hooks, in lifecycle order:
+// * instance preParsing (runs before every route-level preParsing, so before
+//   @fastify/compress's decompressor): parses the header fields, refuses what
+//   can be refused before reading (malformed field, impossible value length,
+//   missing or unsupported digest under `verify: 'required'`), checks empty
+//   content at once (digests of the empty string), and otherwise replaces the
+//   body stream with a lazy hashing stream over the bytes as received
+//   (`head`). A default-mode Repr-Digest of a request with Content-Encoding
+//   is hashed over the decoded bytes: `head` feeds a decoder on the side
+//   (node:zlib, capped at the route's bodyLimit) from the first byte on.
+// * route preParsing (pushed in onRoute; compress `unshift`s its own, so this
+//   one always runs after the decompressor): when compress decodes the
+//   content, the side decoder is dropped and the decoded bytes are hashed
+//   after compress instead; when nothing can decode the coding, 415. When
+//   anything stands after `head`, a second lazy stream (`tail`) becomes the
+//   final stream, forwarding `receivedEncodedLength`.
+// * the final stream's end: every digest is compared (header fields, and
+//   trailer fields; a trailer's algorithms are only known at the end, so
+//   every enabled one is hashed when the Trailer header field announces a
+//   digest field). `head` never errors when it is not the final stream:
+//   compress rewrites errors raised upstream of its decompressor.
+// * instance preValidation: a parsed body (rawBody parsers) has been read to
+//   the end by now, so a failed check is answered here with
+//   application/problem+json. When the check has not finished yet, a
+//   stream-passing parser is in use (the handler reads later) or the route
+//   reads `request.raw`: a failure is then raised as an error of the final
+//   stream (the handler sees it instead of a clean end), and an instance
+//   onSend turns fastify's default error body for that error into the
+//   problem details.
+// GET, HEAD and TRACE bodies are never read by fastify: nothing is checked
+// there (a Repr-Digest on them is the conditional of DESIGN.md §2).
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { Readable } from 'node:stream'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { DigestAlgorithm, DigestFieldName, DigestMap, DigestVerification, FieldVerification } from '../types/index'
 import type { DigestParams, RouteHookInstaller } from './options'
+import { kRequestState, kRouteParams } from './symbols'
+import { parseDigestField, parseLegacyDigest } from './fields'
+import { usableAlgorithms, verifyDigests } from './verification'
+import { wantAdvertisement } from './negotiation'
+import { digestAll, LazyDigestStream, type DigestResults } from './digest-stream'
+import { contentCoding, createContentDecoder, DecodingTap, DECODABLE_CODINGS } from './content-decoding'
+import {
+  blankProblem,
+  collectFailures,
+  collectUnsupported,
+  invalidValuesProblem,
+  mismatchedValuesProblem,
+  unsupportedAlgorithmsProblem,
+  PROBLEM_CONTENT_TYPE,
+  type CheckedField,
+  type ProblemDetails
+} from './problem'
+import {
+  FST_DIGEST_CONTENT_TOO_LARGE,
+  FST_DIGEST_INVALID_ENCODING,
+  FST_DIGEST_INVALID_VALUE,
+  FST_DIGEST_MISMATCH,
+  FST_DIGEST_MISSING,
+  FST_DIGEST_UNSUPPORTED_ALGORITHM,
+  FST_DIGEST_UNSUPPORTED_ENCODING
+} from './errors'
 
-export function installRequestVerification (_fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {
-  return { onRoute () {} }
+/** A digest claim about the request content: one field, header or trailer. */
+interface Claim {
+  field: DigestFieldName
+  received: DigestMap
+  /** Checked over the decoded content (default-mode Repr-Digest with a content coding). */
+  decoded: boolean
+}
+
+/** A refusal: the error (its statusCode is the status), its problem body, extra headers. */
+interface Failure {
+  error: Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }
+  problem: ProblemDetails
+  headers: Record<string, string>
+}
+
+interface RequestState {
+  params: DigestParams
+  claims: Claim[]
+  /** The request's content coding (null: none), when Repr-Digest is checked decoded. */
+  coding: string | null
+  decodedAlgorithms: DigestAlgorithm[]
+  head: LazyDigestStream
+  tail: LazyDigestStream | null
+  side: DecodingTap | null
+  /** The route's bodyLimit, which caps decoding on the side. */
+  limit: number
+  /** The route-level hook has run (it decides whether `tail` exists). */
+  routed: boolean
+  /** `head` ended before the route-level hook ran: its end waits for it. */
+  headEnd: ((err?: Error | null) => void) | null
+  /** preValidation ran: a failure found later must be raised on the stream. */
+  validated: boolean
+  failure: Failure | null
+  /** The error raised on the final stream, until onSend has rewritten its body. */
+  raised: Failure | null
+}
+
+type StateHolder = Record<symbol, RequestState | null>
+type ParamsHolder = Record<symbol, DigestParams | undefined>
+
+// Methods whose body fastify never reads (it runs the handler straight away).
+const BODYLESS = new Set(['GET', 'HEAD', 'TRACE'])
+const TRAILER_FIELDS: ReadonlyMap<string, DigestFieldName> = new Map([
+  ['content-digest', 'Content-Digest'],
+  ['repr-digest', 'Repr-Digest'],
+  ['digest', 'Digest']
+])
+const EMPTY: DigestResults = new Map()
+
+function routeParams (request: FastifyRequest): DigestParams | undefined {
+  return (request.routeOptions.config as unknown as ParamsHolder | undefined)?.[kRouteParams]
+}
+
+function getState (request: FastifyRequest): RequestState | null {
+  return (request as unknown as StateHolder)[kRequestState] as RequestState | null
+}
+
+function hasContent (headers: IncomingHttpHeaders): boolean {
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
+}
+
+// ---------------------------------------------------------------------------
+// Failures
+
+const wantCache = new WeakMap<DigestParams, Record<string, string>>()
+
+/** Want-Content-Digest / Want-Repr-Digest advertising the route's algorithms. */
+function wantHeaders (params: DigestParams): Record<string, string> {
+  let headers = wantCache.get(params)
+  if (headers === undefined) {
+    const value = wantAdvertisement(params.algorithms)
+    headers = { 'want-content-digest': value, 'want-repr-digest': value }
+    wantCache.set(params, headers)
+  }
+  return headers
+}
+
+function makeFailure (
+  params: DigestParams,
+  error: Failure['error'],
+  build: (code: string, detail: string) => ProblemDetails,
+  extraHeaders?: Record<string, string>
+): Failure {
+  const headers = { ...wantHeaders(params), ...extraHeaders }
+  const problem = build(error.code, error.message)
+  // A custom error handler can send these itself.
+  error.headers = headers
+  error.problem = problem
+  return { error, problem, headers }
+}
+
+function fieldList (names: Iterable<string>): string {
+  return [...new Set(names)].join(', ')
+}
+
+/** The failure of a set of checked fields, or null. `required`: a verified field is needed. */
+function judge (checked: CheckedField[], params: DigestParams, required: boolean): Failure | null {
+  const { invalid, mismatched } = collectFailures(checked)
+  if (invalid.length > 0) {
+    const error = new FST_DIGEST_INVALID_VALUE(fieldList(invalid.map((e) => e.header)))
+    return makeFailure(params, error, (code, detail) => invalidValuesProblem(invalid, code, detail))
+  }
+  if (mismatched.length > 0) {
+    const error = new FST_DIGEST_MISMATCH(fieldList(mismatched.map((e) => e.header)))
+    return makeFailure(params, error, (code, detail) => mismatchedValuesProblem(mismatched, code, detail))
+  }
+  if (!required || checked.some((c) => c.verification.ok)) return null
+  const unsupported = collectUnsupported(checked)
+  if (unsupported.length > 0) {
+    const error = new FST_DIGEST_UNSUPPORTED_ALGORITHM(fieldList(unsupported.map((e) => e.header)))
+    return makeFailure(params, error, (code, detail) => unsupportedAlgorithmsProblem(unsupported, code, detail))
+  }
+  const error = new FST_DIGEST_MISSING()
+  return makeFailure(params, error, (code, detail) => blankProblem(400, code, detail))
+}
+
+function blankFailure (params: DigestParams, error: Failure['error'], extraHeaders?: Record<string, string>): Failure {
+  return makeFailure(params, error, (code, detail) => blankProblem(error.statusCode, code, detail), extraHeaders)
+}
+
+function sendFailure (reply: FastifyReply, failure: Failure): void {
+  reply
+    .code(failure.error.statusCode)
+    .headers(failure.headers)
+    .header('content-type', PROBLEM_CONTENT_TYPE)
+    // A Buffer: fastify would append `; charset=utf-8` to a JSON type for a
+    // string, and application/problem+json defines no charset parameter.
+    .send(Buffer.from(JSON.stringify(failure.problem)))
+}
+
+// ---------------------------------------------------------------------------
+// Claims and results
+
+function setVerification (request: FastifyRequest, verification: DigestVerification): void {
+  request.digestVerification = verification
+}
+
+function summarize (fields: FieldVerification[], emptyReason: 'no-digest' | 'no-body'): DigestVerification {
+  const verified = fields.some((f) => f.ok)
+  return verified ? { verified, fields } : { verified, reason: emptyReason, fields }
+}
+
+/** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
+function readClaims (
+  section: Record<string, string | string[] | undefined>,
+  params: DigestParams,
+  decodeRepr: boolean
+): Claim[] {
+  // Reported in this order (the problem-types draft's examples list
+  // Repr-Digest first).
+  const claims: Claim[] = []
+  const repr = parseDigestField(section['repr-digest'], 'Repr-Digest')
+  if (repr !== null) claims.push({ field: 'Repr-Digest', received: repr, decoded: decodeRepr })
+  const content = parseDigestField(section['content-digest'], 'Content-Digest')
+  if (content !== null) claims.push({ field: 'Content-Digest', received: content, decoded: false })
+  if (params.legacyDigest) {
+    // RFC 3230 Digest: a digest of the body as sent (docs/rfc9530.md §6).
+    const legacy = parseLegacyDigest(section.digest)
+    if (legacy !== null) claims.push({ field: 'Digest', received: legacy, decoded: false })
+  }
+  return claims
+}
+
+function check (claims: Claim[], params: DigestParams, received: DigestResults, decoded: DigestResults): CheckedField[] {
+  return claims.map((claim) => ({
+    received: claim.received,
+    verification: verifyDigests(claim.field, claim.received, claim.decoded ? decoded : received, params.algorithms)
+  }))
+}
+
+/** Digest fields the request announces in its Trailer header field (RFC 9110 §6.6.2). */
+function announcedTrailers (value: string | undefined, params: DigestParams): Set<DigestFieldName> {
+  const out = new Set<DigestFieldName>()
+  if (value === undefined) return out
+  for (const name of value.split(',')) {
+    const field = TRAILER_FIELDS.get(name.trim().toLowerCase())
+    if (field !== undefined && (field !== 'Digest' || params.legacyDigest)) out.add(field)
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------
+// The end of the body
+
+function decodedResults (state: RequestState): DigestResults | Failure {
+  const { side, tail, params } = state
+  const field = 'Repr-Digest'
+  if (side !== null) {
+    if (side.failure === 'too-large') {
+      return blankFailure(params, new FST_DIGEST_CONTENT_TOO_LARGE(field, String(state.limit)))
+    }
+    if (side.failure === 'invalid') {
+      return blankFailure(params, new FST_DIGEST_INVALID_ENCODING(field, state.coding))
+    }
+    return side.digests as DigestResults
+  }
+  // Decoded upstream (@fastify/compress): `tail` hashed the decoded bytes.
+  return (tail as LazyDigestStream).digests as DigestResults
+}
+
+function readTrailerClaims (request: FastifyRequest, state: RequestState): Claim[] {
+  const trailers = request.raw.trailers as Record<string, string> | undefined
+  if (trailers === undefined) return []
+  return readClaims(trailers, state.params, state.coding !== null)
+}
+
+function finish (request: FastifyRequest, state: RequestState, callback: (err?: Error | null) => void): void {
+  const { params } = state
+  let failure: Failure | null = null
+  let fields: FieldVerification[] = []
+  const decoded = state.decodedAlgorithms.length > 0 ? decodedResults(state) : EMPTY
+  if (decoded instanceof Map) {
+    let claims = state.claims
+    try {
+      claims = claims.concat(readTrailerClaims(request, state))
+    } catch (err) {
+      failure = blankFailure(params, err as Failure['error'])
+    }
+    if (failure === null) {
+      const checked = check(claims, params, state.head.digests as DigestResults, decoded)
+      fields = checked.map((c) => c.verification)
+      failure = judge(checked, params, params.verify === 'required')
+    }
+  } else {
+    failure = decoded
+  }
+  if (failure === null) {
+    setVerification(request, summarize(fields, 'no-digest'))
+    callback()
+    return
+  }
+  state.failure = failure
+  setVerification(request, { verified: false, reason: 'failed', fields })
+  if (!state.validated) {
+    // A parsed body: preValidation runs next and answers.
+    callback()
+    return
+  }
+  state.raised = failure
+  callback(failure.error)
+}
+
+// ---------------------------------------------------------------------------
+// Hooks
+
+function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, stream?: Readable) => void): void {
+  const params = routeParams(request)
+  if (params === undefined) {
+    done(null, payload)
+    return
+  }
+  if (params.verify === false) {
+    setVerification(request, { verified: false, reason: 'disabled', fields: [] })
+    done(null, payload)
+    return
+  }
+  const headers = request.headers
+  const content = hasContent(headers)
+  if (BODYLESS.has(request.method)) {
+    // fastify never reads these bodies; a Repr-Digest here is the conditional
+    // of DESIGN.md §2, not a claim about content.
+    setVerification(request, { verified: false, reason: content ? 'unread' : 'no-body', fields: [] })
+    done(null, payload)
+    return
+  }
+
+  const coding = params.strict ? null : contentCoding(headers['content-encoding'])
+  let claims: Claim[]
+  try {
+    claims = readClaims(headers, params, coding !== null)
+  } catch (err) {
+    sendFailure(reply, blankFailure(params, err as Failure['error']))
+    return
+  }
+
+  // Values no algorithm can produce are refused before reading anything
+  // (the draft: "the server can skip computing the digest value").
+  const invalid = judge(check(claims, params, EMPTY, EMPTY), params, false)
+  if (invalid !== null) {
+    sendFailure(reply, invalid)
+    return
+  }
+
+  if (!content) {
+    // No content: every digest is of the empty string (RFC 9530 §3), decoded or not.
+    const empty = claims.length === 0 ? EMPTY : digestAll(params.algorithms, Buffer.alloc(0))
+    const checked = check(claims, params, empty, empty)
+    const failure = judge(checked, params, false)
+    if (failure !== null) {
+      sendFailure(reply, failure)
+      return
+    }
+    setVerification(request, summarize(checked.map((c) => c.verification), 'no-body'))
+    done(null, payload)
+    return
+  }
+
+  const announced = announcedTrailers(headers.trailer, params)
+  const received = new Set<DigestAlgorithm>()
+  const decoded = new Set<DigestAlgorithm>()
+  for (const claim of claims) {
+    for (const algorithm of usableAlgorithms(claim.received, params.algorithms)) {
+      (claim.decoded ? decoded : received).add(algorithm)
+    }
+  }
+  for (const field of announced) {
+    // A trailer's algorithms are unknown until the end: hash every enabled one.
+    const target = field === 'Repr-Digest' && coding !== null ? decoded : received
+    for (const algorithm of params.algorithms) target.add(algorithm)
+  }
+
+  if (received.size === 0 && decoded.size === 0) {
+    const checked = check(claims, params, EMPTY, EMPTY)
+    const failure = judge(checked, params, params.verify === 'required')
+    if (failure !== null) {
+      sendFailure(reply, failure)
+      return
+    }
+    setVerification(request, { verified: false, reason: 'no-digest', fields: checked.map((c) => c.verification) })
+    done(null, payload)
+    return
+  }
+
+  const head = new LazyDigestStream(payload, received)
+  const state: RequestState = {
+    params,
+    claims,
+    coding,
+    decodedAlgorithms: [...decoded],
+    head,
+    tail: null,
+    side: null,
+    limit: request.routeOptions.bodyLimit as number,
+    routed: false,
+    headEnd: null,
+    validated: false,
+    failure: null,
+    raised: null
+  }
+  if (decoded.size > 0) {
+    // Decode on the side from the first byte on; the route-level hook drops
+    // this when @fastify/compress turns out to decode the content itself.
+    const decoder = createContentDecoder(coding as string)
+    if (decoder !== null) {
+      state.side = new DecodingTap(decoder, decoded, state.limit)
+      head.tap(state.side)
+    }
+  }
+  head.endCheck = (callback) => {
+    if (!state.routed) state.headEnd = callback
+    else endHead(request, state, callback)
+  }
+  ;(request as unknown as StateHolder)[kRequestState] = state
+  setVerification(request, { verified: false, reason: 'unread', fields: [] })
+  done(null, head)
+}
+
+type EncodedLengthStream = Readable & { receivedEncodedLength?: unknown }
+
+function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payload: EncodedLengthStream, done: (err: Error | null, stream?: Readable) => void): void {
+  const state = getState(request)
+  if (state === null) {
+    done(null, payload)
+    return
+  }
+  state.routed = true
+  // A stream after `head` that reports receivedEncodedLength is a decoder
+  // (@fastify/compress's decompressor): it gives us the decoded bytes.
+  const decodedUpstream = payload !== state.head && typeof payload.receivedEncodedLength === 'number'
+  if (state.decodedAlgorithms.length > 0) {
+    if (decodedUpstream) {
+      state.head.untap()
+      state.side = null
+    } else if (state.side === null) {
+      // Nothing decodes this coding for the route, so its Repr-Digest cannot
+      // be checked: 415, naming the codings we can decode (RFC 9110 §15.5.16).
+      const error = new FST_DIGEST_UNSUPPORTED_ENCODING('Repr-Digest', state.coding)
+      sendFailure(reply, blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') }))
+      return
+    }
+  }
+  let final: Readable = payload
+  if (payload !== state.head) {
+    // Something stands after `head` (compress's decompressor): the final
+    // stream is ours again, so that a failure can be raised where the
+    // consumer sees it. It forwards receivedEncodedLength for fastify's
+    // length checks.
+    const tail = new LazyDigestStream(payload, decodedUpstream ? state.decodedAlgorithms : [])
+    if (payload.receivedEncodedLength !== undefined) {
+      Object.defineProperty(tail, 'receivedEncodedLength', { get: () => payload.receivedEncodedLength })
+    }
+    tail.endCheck = (callback) => finish(request, state, callback)
+    state.tail = tail
+    final = tail
+  }
+  const headEnd = state.headEnd
+  if (headEnd !== null) {
+    // An eager stream after `head` read it to the end before this hook ran.
+    state.headEnd = null
+    endHead(request, state, headEnd)
+  }
+  done(null, final)
+}
+
+/** The end of `head`: the final check when it is the final stream. */
+function endHead (request: FastifyRequest, state: RequestState, callback: (err?: Error | null) => void): void {
+  if (state.tail === null) finish(request, state, callback)
+  else callback()
+}
+
+function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+  const state = getState(request)
+  if (state === null) {
+    done()
+    return
+  }
+  state.validated = true
+  if (state.failure !== null) {
+    sendFailure(reply, state.failure)
+    return
+  }
+  done()
+}
+
+/** Whether `payload` is fastify's default error body for `error`. */
+function isDefaultErrorBody (payload: string, error: Failure['error']): boolean {
+  try {
+    const body = JSON.parse(payload) as { code?: unknown, message?: unknown }
+    return body.code === error.code && body.message === error.message
+  } catch {
+    return false
+  }
+}
+
+function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
+  const state = getState(request)
+  const raised = state?.raised ?? null
+  if (raised === null || typeof payload !== 'string' || !isDefaultErrorBody(payload, raised.error)) {
+    done(null, payload)
+    return
+  }
+  ;(state as RequestState).raised = null
+  reply.headers(raised.headers).header('content-type', PROBLEM_CONTENT_TYPE).removeHeader('content-length')
+  done(null, JSON.stringify(raised.problem))
+}
+
+export function installRequestVerification (fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {
+  fastify.decorateRequest(kRequestState as unknown as string, null)
+  fastify.addHook('preParsing', onPreParsing)
+  fastify.addHook('preValidation', onPreValidation)
+  fastify.addHook('onSend', onSend)
+  return {
+    onRoute (routeOptions: RouteOptions, params: DigestParams): void {
+      if (params.verify === false) return
+      // Pushed: compress unshifts its decompressor, so this runs after it in
+      // either registration order (docs/fastify-behaviour.md §2.5).
+      const hooks = routeOptions.preParsing
+      routeOptions.preParsing = hooks === undefined
+        ? [onRoutePreParsing]
+        : (Array.isArray(hooks) ? hooks : [hooks]).concat(onRoutePreParsing)
+    }
+  }
 }

@@ -13,7 +13,15 @@
 // streams are hashed chunk by chunk as they flow and their digests travel as
 // trailers (when the client allows them) or as headers after buffering at most
 // `maxBufferSize` bytes.
+//
+// Files served by @fastify/static (lib/file-digests.ts) are recognized in the
+// representation stage: their whole-file digests come from a cache, hashed on
+// the side before anything is sent, so a HEAD and a 206 carry the whole
+// file's Repr-Digest and an unchanged 200 needs neither trailers nor
+// buffering. A 206's part is hashed as it flows (trailers), buffered when it
+// fits in maxBufferSize, or else read from the file before sending.
 import { Readable, pipeline } from 'node:stream'
+import type { ReadStream } from 'node:fs'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify'
 import type { DigestAlgorithm } from '../types/index'
 import type { DigestParams, RouteHookInstaller } from './options'
@@ -21,7 +29,8 @@ import { selectAlgorithms } from './negotiation'
 import { parseDigestField, parseWantField, serializeDigestField } from './fields'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
 import { getDeclared } from './declared'
-import { kResponseState, kRouteParams } from './symbols'
+import { kResponseState, kRouteParams, kStaticFile } from './symbols'
+import { FileDigestCache, hashFile, identityFile, resolveFileResponse, type FileResponse } from './file-digests'
 import { timingSafeEqual } from 'node:crypto'
 
 type Payload = unknown
@@ -31,8 +40,11 @@ interface ResponseState {
   readonly params: DigestParams
   readonly contentAlgs: readonly DigestAlgorithm[]
   readonly reprAlgs: readonly DigestAlgorithm[]
-  /** The request's Repr-Digest on a GET/HEAD (the 406 conditional), enabled members only. */
-  readonly conditional: Map<DigestAlgorithm, Buffer> | null
+  /**
+   * The request's Repr-Digest on a GET/HEAD (the 406 conditional), enabled
+   * members only; set to null once decided early (files).
+   */
+  conditional: Map<DigestAlgorithm, Buffer> | null
   /** Algorithms to compute over the representation. */
   readonly reprNeeded: readonly DigestAlgorithm[]
   /** The string/Buffer payload seen by the representation stage. */
@@ -43,6 +55,13 @@ interface ResponseState {
   repr: DigestResults | null
   /** How many bytes `repr` covers. */
   reprBytes: number
+  /** Content-Encoding as the representation stage saw it (compress sets its own later). */
+  reprEncoding: unknown
+  /** The file a @fastify/static response stands for (then `repr` holds its identity digests). */
+  file: FileResponse | null
+  /** Strict mode: digests of the whole file as sent, coding included (for HEAD and 206). */
+  fileCoded: DigestResults | null
+  readonly files: FileDigestCache
 }
 
 /** A route whose response carries no digest field: only Vary is added. */
@@ -113,7 +132,7 @@ function conditionalAlgorithm (params: DigestParams): DigestAlgorithm {
   return params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
 }
 
-function newState (request: FastifyRequest, params: DigestParams): ResponseState | typeof kNothing {
+function newState (request: FastifyRequest, params: DigestParams, files: FileDigestCache): ResponseState | typeof kNothing {
   const headers = request.headers
   const wantContent = parseWantField(headers['want-content-digest'])
   const wantRepr = parseWantField(headers['want-repr-digest'])
@@ -129,7 +148,21 @@ function newState (request: FastifyRequest, params: DigestParams): ResponseState
     reprAlgs,
     conditional === null ? [] : [...conditional.keys(), conditionalAlgorithm(params)]
   )
-  return { params, contentAlgs, reprAlgs, conditional, reprNeeded, reprPayload: null, reprStream: null, repr: null, reprBytes: 0 }
+  return {
+    params,
+    contentAlgs,
+    reprAlgs,
+    conditional,
+    reprNeeded,
+    reprPayload: null,
+    reprStream: null,
+    repr: null,
+    reprBytes: 0,
+    reprEncoding: undefined,
+    file: null,
+    fileCoded: null,
+    files
+  }
 }
 
 /**
@@ -137,17 +170,51 @@ function newState (request: FastifyRequest, params: DigestParams): ResponseState
  * the representation now (at most maxBufferSize bytes, then give up) and let
  * fastify drop an empty stream instead.
  */
-async function hashHeadStream (stream: NodeJS.ReadableStream, state: ResponseState): Promise<Readable> {
+async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState): Promise<Readable> {
+  // Read before compression can remove it: a stream of another length than
+  // the Content-Length stands for another body (@fastify/static's empty HEAD
+  // stream), so it is not the representation.
+  const length = reply.getHeader('content-length')
   const hasher = new DigestTransform(state.reprNeeded)
   pipeline(stream, hasher, () => {})
   const collected = await collectUpTo(hasher, state.params.maxBufferSize)
   if (collected.chunks !== null) {
-    state.repr = hasher.digests
+    if (length === undefined || Number(length) === collected.bytes) state.repr = hasher.digests
     state.reprBytes = collected.bytes
   } else {
     (collected.rest as Readable).destroy()
   }
   return Readable.from([])
+}
+
+/**
+ * A file served by @fastify/static: its representation digests come from
+ * the whole-file cache, for the file before content coding (the original
+ * next to a pre-compressed one) and, in strict mode, for the file as sent.
+ * The stream is left untouched. Only 200 and 206 stand for the file.
+ */
+async function fileRepresentation (
+  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState
+): Promise<boolean> {
+  const status = reply.statusCode
+  if (status !== 200 && status !== 206) return false
+  const file = await resolveFileResponse(request, reply, payload, state.files)
+  if (file === null) return false
+  state.file = file
+  const { params, files } = state
+  // Default mode: the identity representation. Strict mode: the coded one,
+  // plus the identity one for Unencoded-Digest.
+  const identityAlgs = identityNeeded(params) ? (params.strict ? state.reprAlgs : state.reprNeeded) : []
+  const codedAlgs = params.strict ? state.reprNeeded : []
+  const identity = identityAlgs.length === 0 ? file : await identityFile(file, state.reprEncoding)
+  if (identity === file) {
+    state.repr = await files.lookup(file, union(identityAlgs, codedAlgs), file.cachedOnly)
+    state.fileCoded = state.repr
+  } else {
+    state.fileCoded = await files.lookup(file, codedAlgs, file.cachedOnly)
+    state.repr = identity === null ? null : await files.lookup(identity, identityAlgs, file.cachedOnly)
+  }
+  return true
 }
 
 async function representationStage (
@@ -162,8 +229,10 @@ async function representationStage (
   } else if (isWebStream(payload)) {
     payload = Readable.fromWeb(payload as import('node:stream/web').ReadableStream)
   }
+  state.reprEncoding = reply.getHeader('content-encoding')
   if (isNodeStream(payload)) {
-    if (request.method === 'HEAD') return await hashHeadStream(payload, state)
+    if (await fileRepresentation(request, reply, payload, state)) return payload
+    if (request.method === 'HEAD') return await hashHeadStream(payload, reply, state)
     // Strict mode without Unencoded-Digest: the representation is whatever
     // the content stage sees (coded or not); hash it there, once.
     if (!identityNeeded(state.params)) return payload
@@ -272,7 +341,7 @@ function bufferedContent (
     // A HEAD whose Content-Length disagrees with what was hashed stands for
     // another body (e.g. @fastify/static's empty HEAD stream): omit it.
     const cl = reply.getHeader('content-length')
-    if (cl !== undefined && Number(cl) !== state.reprBytes) identity = null
+    if (state.file === null && cl !== undefined && Number(cl) !== state.reprBytes) identity = null
   } else {
     const bytes = (payload ?? '') as string | Buffer
     if (bytes === state.reprPayload) {
@@ -288,6 +357,23 @@ function bufferedContent (
 }
 
 /**
+ * Digests of the whole representation as the mode defines it. Default mode:
+ * before content coding (`identity`). Strict mode: coding included, so a full
+ * response's is its content; for HEAD and 206 it is the identity one, or the
+ * whole file as sent, unless a coding was applied after the representation
+ * stage (@fastify/compress on an explicit HEAD route): that coded
+ * representation was never seen, so it is unknown.
+ */
+function wholeOf (
+  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null, notFull: boolean
+): DigestResults | null {
+  if (!state.params.strict) return identity
+  if (!notFull) return content
+  if (reply.getHeader('content-encoding') !== state.reprEncoding) return null
+  return state.file === null ? identity : state.fileCoded
+}
+
+/**
  * Set the digest fields. `identity` holds digests of the representation
  * before content coding; in strict mode a full response's representation is
  * its (coded) content.
@@ -297,7 +383,7 @@ function finish (
   content: DigestResults | null, identity: DigestResults | null, notFull: boolean
 ): Payload {
   const { params } = state
-  const repr = reprDigests(reply, params.strict && !notFull ? content : identity, state.reprNeeded)
+  const repr = reprDigests(reply, wholeOf(reply, state, content, identity, notFull), state.reprNeeded)
   if (conditionalFails(reply, state, repr)) return notAcceptable(reply, state, repr as DigestResults)
   setField(reply, 'content-digest', pick(content, state.contentAlgs), params.strict)
   setField(reply, 'repr-digest', pick(repr, state.reprAlgs), params.strict)
@@ -331,6 +417,10 @@ async function streamedContent (
 ): Promise<Payload> {
   const { params } = state
   const partial = reply.statusCode === 206
+  if (state.file !== null) {
+    const out = await fileContent(request, reply, payload, state, state.file)
+    if (out !== kAsStream) return out
+  }
   const unchanged = payload === state.reprStream
   let hasher: DigestTransform
   if (unchanged) {
@@ -342,6 +432,7 @@ async function streamedContent (
   // The identity representation: a stream hashed as it flowed, or a buffered
   // payload that compress turned into a stream.
   const identityOf = (): DigestResults | null => {
+    if (state.file !== null) return state.repr
     if (partial) return null
     if (state.reprStream !== null) return state.reprStream.digests
     return digestAll(state.reprNeeded, state.reprPayload as string | Buffer)
@@ -352,8 +443,13 @@ async function streamedContent (
     reply.removeHeader('content-length')
     const strict = params.strict
     trailer(reply, 'content-digest', state.contentAlgs, strict, () => hasher.digests)
-    trailer(reply, 'repr-digest', state.reprAlgs, strict, (r) =>
-      reprDigests(r, strict && !partial ? hasher.digests : identityOf(), state.reprAlgs))
+    if (state.file !== null && (!strict || partial)) {
+      // A file's representation digest is known before any byte is sent.
+      setField(reply, 'repr-digest', pick(reprDigests(reply, wholeOf(reply, state, null, state.repr, partial), state.reprAlgs), state.reprAlgs), strict)
+    } else {
+      trailer(reply, 'repr-digest', state.reprAlgs, strict, (r) =>
+        reprDigests(r, strict && !partial ? hasher.digests : identityOf(), state.reprAlgs))
+    }
     if (params.unencodedDigest) {
       trailer(reply, 'unencoded-digest', state.reprAlgs, true, (r) => reprDigests(r, identityOf(), state.reprAlgs))
     }
@@ -363,11 +459,64 @@ async function streamedContent (
   const collected = await collectUpTo(hasher, params.maxBufferSize)
   if (collected.chunks === null) {
     request.log.debug({ limit: params.maxBufferSize }, 'fastify-digest-fields: streamed body larger than maxBufferSize, digests omitted')
+    // A file's representation digest does not depend on the content.
+    if (state.file !== null) return finish(reply, collected.rest, state, null, state.repr, partial)
     return collected.rest
   }
   const body = Buffer.concat(collected.chunks)
   reply.header('content-length', body.byteLength)
   return finish(reply, body, state, hasher.digests, identityNeeded(params) ? identityOf() : null, partial)
+}
+
+/** fileContent's answer when the generic stream handling should go on. */
+const kAsStream = Symbol('as-stream')
+
+/** finish(), releasing the file when the answer is a 406 instead. */
+function finishFile (
+  reply: FastifyReply, stream: ReadStream, state: ResponseState, content: DigestResults | null, notFull: boolean
+): Payload {
+  const out = finish(reply, stream, state, content, state.repr, notFull)
+  if (out !== stream) stream.destroy()
+  return out
+}
+
+/**
+ * Content stage of a GET for a file. The whole file sent unchanged: its
+ * content digest is the file's (cache). A 206's part: trailers or buffering
+ * as for any stream, or, when neither is possible, the range hashed from the
+ * file before sending. A file coded by @fastify/compress: as any stream.
+ */
+async function fileContent (
+  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
+): Promise<Payload | typeof kAsStream> {
+  const { params } = state
+  const stream = file.stream as ReadStream
+  const range = file.range
+  if (!params.strict || range !== null) {
+    // The representation digest is known now: decide the 406 rule before
+    // anything is sent, so the content digest can still go as a trailer.
+    const repr = reprDigests(reply, wholeOf(reply, state, null, state.repr, range !== null), state.reprNeeded)
+    if (conditionalFails(reply, state, repr)) {
+      stream.destroy()
+      ;(payload as Readable).destroy()
+      return notAcceptable(reply, state, repr as DigestResults)
+    }
+    state.conditional = null
+  }
+  if (payload !== stream) return kAsStream
+  if (range === null) {
+    // Often already at hand from the representation stage (even with fileCacheSize 0).
+    const needed = union(state.contentAlgs, params.strict ? state.reprNeeded : [])
+    const known = state.fileCoded
+    const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.files.digests(file, needed)
+    return content === null ? kAsStream : finishFile(reply, stream, state, content, false)
+  }
+  if (state.contentAlgs.length === 0) return finishFile(reply, stream, state, null, true)
+  if (trailersAllowed(request, params) || range.end - range.start < params.maxBufferSize) return kAsStream
+  // Neither trailers nor a buffer: read the part from the file first.
+  const content = await hashFile(file, state.contentAlgs, range)
+  if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
+  return finishFile(reply, stream, state, content, true)
 }
 
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
@@ -394,6 +543,8 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   // A primitive initial value: a request the representation stage did not
   // look at carries no digest fields.
   fastify.decorateRequest(kResponseState as unknown as string, kNothing)
+  fastify.decorateReply(kStaticFile as unknown as string, null)
+  const files = new FileDigestCache(params.fileCacheSize)
 
   function digestRepresentation (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
     let routeParams = getParams(request)
@@ -404,7 +555,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       done(null, payload)
       return
     }
-    const state = newState(request, routeParams)
+    const state = newState(request, routeParams, files)
     ;(request as unknown as { [kResponseState]: unknown })[kResponseState] = state
     if (state === kNothing) {
       if (notFound) contentStage(request, reply, payload, done)

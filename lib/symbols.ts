@@ -8,3 +8,5 @@ export const kResponseState = Symbol('fastify-digest-fields.responseState')
 export const kRequestState = Symbol('fastify-digest-fields.requestState')
 /** Reply decorator: digests declared with reply.setReprDigest(). */
 export const kDeclared = Symbol('fastify-digest-fields.declared')
+/** Reply decorator: the file and stat recorded by staticHeaders (@fastify/static's setHeaders). */
+export const kStaticFile = Symbol('fastify-digest-fields.staticFile')

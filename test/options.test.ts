@@ -45,7 +45,8 @@ test('defaults and normalization', async (t) => {
     trailers: true,
     maxBufferSize: 1048576,
     conditional: true,
-    legacyDigest: false
+    legacyDigest: false,
+    fileCacheSize: 1000
   })
   t.ok(Object.isFrozen(d))
   const o = normalizeOptions({

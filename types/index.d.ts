@@ -2,6 +2,7 @@
 
 import type { FastifyPluginCallback, FastifyReply, RawServerBase, RawServerDefault } from 'fastify'
 import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
+import type { Stats } from 'node:fs'
 
 declare module 'fastify' {
   interface RouteShorthandOptions<
@@ -78,6 +79,11 @@ declare namespace fastifyDigestFields {
     conditional?: boolean
     /** Also verify the RFC 3230 `Digest` request header. Default `false`. */
     legacyDigest?: boolean
+    /**
+     * Files served with @fastify/static: how many files' whole-file digests
+     * are kept (least recently used out; 0 keeps none). Default `1000`.
+     */
+    fileCacheSize?: number
   }
 
   /** The options a route may override through its `digest` route option. */
@@ -108,11 +114,14 @@ declare namespace fastifyDigestFields {
     /**
      * `true`: every usable digest the request carried matched;
      * `false`: the body was not checked (no usable digest, or it was consumed
-     * outside the verifier, e.g. from `request.raw`).
+     * outside the verifier, e.g. from `request.raw`), or a check failed.
      */
     verified: boolean
-    /** Why nothing was verified, when `verified` is false. */
-    reason?: 'no-digest' | 'no-body' | 'unread' | 'disabled'
+    /**
+     * Why `verified` is false. `'failed'` is only seen by code running after
+     * a failed check, e.g. a stream-passing handler whose stream errored.
+     */
+    reason?: 'no-digest' | 'no-body' | 'unread' | 'disabled' | 'failed'
     fields: FieldVerification[]
   }
 
@@ -182,6 +191,17 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_INVALID_VALUE'
     | 'FST_DIGEST_UNSUPPORTED_ALGORITHM'
     | 'FST_DIGEST_MISSING'
+    | 'FST_DIGEST_UNSUPPORTED_ENCODING'
+    | 'FST_DIGEST_INVALID_ENCODING'
+    | 'FST_DIGEST_CONTENT_TOO_LARGE'
+
+  /**
+   * @fastify/static's `setHeaders` option (`setHeaders: staticHeaders`; with
+   * headers of your own, call it from your function with the same arguments).
+   * It tells the plugin which file and stat a response stands for, so HEAD
+   * and 206 responses carry the whole file's Repr-Digest.
+   */
+  export function staticHeaders (reply: FastifyReply, path: string, stat: Stats): void
 
   export const errors: { readonly [K in DigestErrorCode]: FastifyErrorConstructor<{ code: K }> }
   export type DigestError = FastifyError

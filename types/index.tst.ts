@@ -1,5 +1,6 @@
 import { expect, test } from 'tstyche'
 import Fastify, { type FastifyPluginCallback } from 'fastify'
+import type { FastifyStaticOptions } from '@fastify/static'
 import digestFields, {
   fastifyDigestFields,
   computeDigest,
@@ -9,6 +10,7 @@ import digestFields, {
   parseWantField,
   selectAlgorithms,
   serializeDigestField,
+  staticHeaders,
   type DigestAlgorithm,
   type DigestVerification,
   type FastifyDigestFieldsOptions,
@@ -38,8 +40,10 @@ test('plugin options', () => {
     trailers: false,
     maxBufferSize: 65536,
     conditional: false,
-    legacyDigest: true
+    legacyDigest: true,
+    fileCacheSize: 50
   })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { fileCacheSize: '50' })
   app.register(digestFields, { contentDigest: 'sha-512', verify: false })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: ['md4'] })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: 'sha-256' })
@@ -89,4 +93,9 @@ test('helpers', () => {
 test('error codes', () => {
   expect(new errors.FST_DIGEST_MISMATCH().code).type.toBe<'FST_DIGEST_MISMATCH'>()
   expect(errors.FST_DIGEST_INVALID_OPTION('x', 'y').code).type.toBe<'FST_DIGEST_INVALID_OPTION'>()
+})
+
+test('staticHeaders fits @fastify/static\'s setHeaders', () => {
+  expect(staticHeaders).type.toBeAssignableTo<NonNullable<FastifyStaticOptions['setHeaders']>>()
+  expect(staticHeaders).type.not.toBeCallableWith('/path')
 })

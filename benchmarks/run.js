@@ -1,0 +1,554 @@
+'use strict'
+
+// `npm run bench`: what fastify-digest-fields costs against bare Fastify.
+//
+// The runner is the client only. Every side of every scenario is a Fastify
+// server in a child process of its own (server.js, listening on 127.0.0.1),
+// driven over real sockets by autocannon (scenarios 1-5) or by a streaming
+// upload client (scenario 6). The sides of a scenario are measured in
+// alternation, A, B, A, B, ..., so that whatever else the machine is doing
+// weighs on both alike; the table shows medians. The servers also report their
+// own CPU time, so the cost per request can be read independently of the
+// client, and they time sha-256 over the scenario's bytes in their own
+// process: the "bare + hash" column is what the plugin side would do if it
+// cost nothing but the hashing.
+//
+// Settings (environment variables):
+//   BENCH_DURATION     seconds per measured run (3)
+//   BENCH_ROUNDS       measured runs per side (5)
+//   BENCH_WARMUP       seconds of warm-up per side (2)
+//   BENCH_CONNECTIONS  autocannon connections, for scenarios that do not set theirs (10)
+//   BENCH_SCENARIOS    which scenarios, e.g. "1,2,4s" (all)
+//   BENCH_UPLOAD_MIB   size of scenario 6's upload (256)
+//   BENCH_UPLOADS      uploads per side per round in scenario 6 (1)
+//   BENCH_PROFILE      1 or a directory: servers run with --cpu-prof (profiles in the OS temp dir for 1)
+//   BENCH_JSON         write the results to this file as JSON
+//   BENCH_PLUGIN       load the plugin from this path instead of the package (e.g. a build of another commit)
+//
+// Quick run while changing things: BENCH_DURATION=1 BENCH_ROUNDS=2 BENCH_WARMUP=1 npm run bench
+
+const { fork } = require('node:child_process')
+const fs = require('node:fs')
+const http = require('node:http')
+const os = require('node:os')
+const path = require('node:path')
+const autocannon = require('autocannon')
+const { scenarios } = require('./scenarios')
+
+const MiB = 1048576
+const HOST = '127.0.0.1'
+
+function numberFromEnv (name, fallback) {
+  const value = process.env[name]
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(value)}`)
+  return n
+}
+
+const config = {
+  duration: numberFromEnv('BENCH_DURATION', 3),
+  rounds: numberFromEnv('BENCH_ROUNDS', 5),
+  warmup: numberFromEnv('BENCH_WARMUP', 2),
+  connections: numberFromEnv('BENCH_CONNECTIONS', 10),
+  uploads: numberFromEnv('BENCH_UPLOADS', 1),
+  only: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : null,
+  profile: process.env.BENCH_PROFILE
+    ? (process.env.BENCH_PROFILE === '1' ? path.join(os.tmpdir(), 'fastify-digest-fields-profiles') : path.resolve(process.env.BENCH_PROFILE))
+    : null,
+  json: process.env.BENCH_JSON || null
+}
+
+// ---------------------------------------------------------------------------
+// Server processes
+
+class Server {
+  constructor (scenario, side) {
+    this.label = `${scenario.id}/${side.key}`
+    const execArgv = []
+    if (config.profile !== null) {
+      execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}.cpuprofile`)
+    }
+    // Lets the server collect garbage before taking its memory baseline.
+    if (scenario.kind === 'upload') execArgv.push('--expose-gc')
+    this.child = fork(path.join(__dirname, 'server.js'), [], {
+      env: { ...process.env, BENCH_SCENARIO: scenario.id, BENCH_SIDE: side.key },
+      execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc']
+    })
+    this.pending = new Map()
+    this.nextId = 1
+    this.exited = new Promise((resolve) => this.child.once('exit', resolve))
+    this.ready = new Promise((resolve, reject) => {
+      this.child.once('exit', (code) => reject(new Error(`server ${this.label} exited (${code})`)))
+      this.child.on('message', (message) => {
+        if (message.type === 'ready') {
+          this.port = message.port
+          resolve(this)
+          return
+        }
+        const waiting = this.pending.get(message.id)
+        this.pending.delete(message.id)
+        if (message.error) waiting?.reject(new Error(message.error))
+        else waiting?.resolve(message)
+      })
+    })
+  }
+
+  ask (type, data = {}) {
+    const id = this.nextId++
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject })
+      this.child.send({ id, type, ...data })
+    })
+  }
+
+  async cpuMicros () {
+    const { cpu } = await this.ask('usage')
+    return cpu.user + cpu.system
+  }
+
+  async close () {
+    if (this.child.exitCode === null) this.child.send({ type: 'close' })
+    const timer = setTimeout(() => this.child.kill(), 5000)
+    await this.exited
+    clearTimeout(timer)
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Clients
+
+/** One request with node:http, body collected: for the checks before measuring. */
+function fetchOnce (port, { method, path: urlPath, headers = {}, body }) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: HOST, port, method, path: urlPath, headers, agent: false }, (res) => {
+      const chunks = []
+      res.on('data', (chunk) => chunks.push(chunk))
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/**
+ * The streamed upload of scenario 6: chunks are written as the socket takes
+ * them (backpressure), never gathered. Resolves with the response and the
+ * seconds from the first byte sent to the last byte of the response.
+ */
+function upload (port, spec, headers) {
+  return new Promise((resolve, reject) => {
+    const start = process.hrtime.bigint()
+    const req = http.request({
+      host: HOST,
+      port,
+      method: 'POST',
+      path: spec.path,
+      agent: false,
+      headers: { 'content-type': 'application/octet-stream', 'content-length': spec.bytes, ...headers }
+    })
+    let answered = false
+    req.on('response', (res) => {
+      answered = true
+      const chunks = []
+      res.on('data', (chunk) => chunks.push(chunk))
+      res.on('end', () => resolve({
+        status: res.statusCode,
+        headers: res.headers,
+        body: Buffer.concat(chunks),
+        seconds: Number(process.hrtime.bigint() - start) / 1e9
+      }))
+    })
+    // A server that answers early (a refusal) may close the connection under us.
+    req.on('error', (err) => { if (!answered) reject(err) })
+    const chunks = spec.chunks()
+    const write = () => {
+      for (;;) {
+        // Stop sending once the server has answered.
+        if (answered) return
+        const next = chunks.next()
+        if (next.done === true) {
+          req.end()
+          return
+        }
+        if (!req.write(next.value)) {
+          req.once('drain', write)
+          return
+        }
+      }
+    }
+    write()
+  })
+}
+
+// autocannon keeps every response body as a string (decoding it as UTF-8 and
+// concatenating), which for the 1 MiB binary responses of scenario 3 costs the
+// client more than the server spends on the request, so the client, not the
+// server, would set the pace. Nothing here reads response bodies (the checks
+// are made before measuring, with node:http): drop them. Bytes are still
+// counted. Relies on an autocannon internal; without it, bodies are kept.
+function discardBodies (client) {
+  if (typeof client.pipelinedRequests?.addBody === 'function') client.pipelinedRequests.addBody = () => {}
+}
+
+function cannon (port, request, seconds, connections) {
+  return autocannon({
+    setupClient: discardBodies,
+    url: `http://${HOST}:${port}${request.path}`,
+    method: request.method,
+    headers: request.headers,
+    body: request.body,
+    connections,
+    pipelining: 1,
+    duration: seconds
+  })
+}
+
+// ---------------------------------------------------------------------------
+// Statistics
+
+function median (values) {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+/** Half the min-max range, relative to the median. */
+function spread (values) {
+  return (Math.max(...values) - Math.min(...values)) / 2 / median(values)
+}
+
+function loadAverage () {
+  return os.loadavg().map((l) => l.toFixed(2)).join(' ')
+}
+
+// ---------------------------------------------------------------------------
+// Running one scenario
+
+async function check (scenario, side, server) {
+  const info = {}
+  if (scenario.kind === 'upload') {
+    const res = await upload(server.port, scenario.upload, { 'content-digest': scenario.upload.field() })
+    if (res.status !== 200) throw new Error(`${server.label}: status ${res.status} ${res.body}`)
+    Object.assign(info, scenario.check(side, res))
+  } else {
+    const res = await fetchOnce(server.port, scenario.request)
+    if (res.status !== 200) throw new Error(`${server.label}: status ${res.status} ${res.body}`)
+    Object.assign(info, scenario.check(side, res))
+  }
+  if (scenario.badRequest !== undefined && side.plugin !== undefined && side.plugin.verify !== false) {
+    // The verifying side must refuse a wrong digest, or it is not verifying.
+    const headers = scenario.badRequest.headers
+    const res = scenario.kind === 'upload'
+      ? await upload(server.port, scenario.upload, headers)
+      : await fetchOnce(server.port, { ...scenario.request, headers: { ...scenario.request.headers, ...headers } })
+    if (res.status !== 400) throw new Error(`${server.label}: a wrong digest got ${res.status}, not 400`)
+  }
+  return info
+}
+
+async function runRequests (scenario, servers) {
+  const connections = scenario.connections ?? config.connections
+  for (const server of servers) await cannon(server.port, scenario.request, config.warmup, connections)
+  const runs = servers.map(() => [])
+  for (let round = 0; round < config.rounds; round++) {
+    for (const [i, server] of servers.entries()) {
+      const cpuBefore = await server.cpuMicros()
+      const result = await cannon(server.port, scenario.request, config.duration, connections)
+      const cpu = await server.cpuMicros() - cpuBefore
+      if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+        throw new Error(`${server.label}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses`)
+      }
+      const requests = result.requests.total
+      runs[i].push({
+        rps: requests / result.duration,
+        cpuPerRequest: cpu / requests,
+        cpuShare: cpu / 1e6 / result.duration,
+        latencyP50: result.latency.p50
+      })
+    }
+  }
+  return runs.map((list) => ({
+    runs: list,
+    rps: median(list.map((r) => r.rps)),
+    spread: spread(list.map((r) => r.rps)),
+    cpuPerRequest: median(list.map((r) => r.cpuPerRequest)),
+    cpuShare: median(list.map((r) => r.cpuShare)),
+    latencyP50: median(list.map((r) => r.latencyP50))
+  }))
+}
+
+async function runUploads (scenario, servers) {
+  const spec = scenario.upload
+  const headers = { 'content-digest': spec.field() }
+  const runs = servers.map(() => [])
+  const one = async (server) => {
+    await server.ask('reset-peak')
+    const cpuBefore = await server.cpuMicros()
+    const res = await upload(server.port, spec, headers)
+    const cpu = await server.cpuMicros() - cpuBefore
+    const memory = await server.ask('peak')
+    if (res.status !== 200) throw new Error(`${server.label}: status ${res.status}`)
+    return { res, cpu, memory }
+  }
+  for (const server of servers) await one(server) // warm-up
+  for (let round = 0; round < config.rounds; round++) {
+    for (const [i, server] of servers.entries()) {
+      for (let u = 0; u < config.uploads; u++) {
+        const { res, cpu, memory } = await one(server)
+        const kernelGrowth = memory.kernelPeak === null ? null : memory.kernelPeak - memory.baseline
+        runs[i].push({
+          mibps: spec.bytes / MiB / res.seconds,
+          cpuPerMiB: cpu / (spec.bytes / MiB),
+          cpuShare: cpu / 1e6 / res.seconds,
+          growth: Math.max(memory.peak - memory.baseline, kernelGrowth ?? 0),
+          sampledGrowth: memory.peak - memory.baseline,
+          kernelGrowth,
+          peak: Math.max(memory.peak, memory.kernelPeak ?? 0)
+        })
+      }
+    }
+  }
+  return runs.map((list) => ({
+    runs: list,
+    mibps: median(list.map((r) => r.mibps)),
+    spread: spread(list.map((r) => r.mibps)),
+    cpuPerMiB: median(list.map((r) => r.cpuPerMiB)),
+    cpuShare: median(list.map((r) => r.cpuShare)),
+    maxGrowth: Math.max(...list.map((r) => r.growth)),
+    medianGrowth: median(list.map((r) => r.growth)),
+    peak: Math.max(...list.map((r) => r.peak))
+  }))
+}
+
+async function runScenario (scenario) {
+  const servers = scenario.sides.map((side) => new Server(scenario, side))
+  try {
+    await Promise.all(servers.map((s) => s.ready))
+    const info = {}
+    for (const [i, side] of scenario.sides.entries()) Object.assign(info, await check(scenario, side, servers[i]))
+    const hashes = (await servers[0].ask('hash', { specs: scenario.hashes(info) })).results
+    const loadBefore = loadAverage()
+    const sides = scenario.kind === 'upload' ? await runUploads(scenario, servers) : await runRequests(scenario, servers)
+    return { scenario, info, hashes, sides, load: [loadBefore, loadAverage()] }
+  } finally {
+    await Promise.all(servers.map((s) => s.close()))
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Judging and printing
+
+function fmtMicros (us) {
+  return Math.abs(us) >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(1)} µs`
+}
+
+function pct (x) {
+  return `±${(x * 100).toFixed(1)}%`
+}
+
+function sizeLabel (bytes) {
+  return bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes} B`
+}
+
+/**
+ * Ratios and budget lines of one scenario. Sides: [0] the plugin, [1] the
+ * baseline, the one keyed `hash` (if any) the baseline plus the sha-256 passes
+ * by hand. Without that side, "bare + hash" is estimated from the sha-256
+ * timings taken in the plugin's server process while it was idle.
+ */
+function evaluate ({ scenario, hashes, sides }) {
+  const [subject, base] = sides
+  const refIndex = scenario.sides.findIndex((s) => s.key === 'hash')
+  const ref = refIndex === -1 ? null : sides[refIndex]
+  const budget = scenario.budget
+  const hashWall = hashes.reduce((sum, h) => sum + h.wallMicros, 0)
+  const hashCpu = hashes.reduce((sum, h) => sum + h.cpuMicros, 0)
+  const whom = scenario.sides[1].label
+  if (scenario.kind === 'upload') {
+    const ratio = subject.mibps / base.mibps
+    const hashMibps = (hashes[0].bytes / MiB) / (hashes[0].wallMicros / 1e6)
+    const estimate = 1 / (1 + base.mibps / hashMibps)
+    const growthMiB = subject.maxGrowth / MiB
+    return {
+      ratio,
+      refIndex,
+      ideal: ref === null ? estimate : ref.mibps / base.mibps,
+      measuredIdeal: ref !== null,
+      estimate,
+      hashMibps,
+      lines: [
+        { text: `throughput ≥ ${budget.min} of ${whom} (unverified)`, value: ratio.toFixed(3), pass: ratio >= budget.min },
+        { text: `peak RSS growth < ${budget.maxGrowthMiB} MiB`, value: `${growthMiB.toFixed(1)} MiB`, pass: growthMiB < budget.maxGrowthMiB }
+      ]
+    }
+  }
+  const ratio = subject.rps / base.rps
+  // Estimated bare + hash: each request costs the baseline's time plus the hashing.
+  const estimate = 1 / (1 + base.rps * hashWall / 1e6)
+  const result = {
+    ratio,
+    refIndex,
+    ideal: ref === null ? estimate : ref.rps / base.rps,
+    measuredIdeal: ref !== null,
+    estimate,
+    hashWall,
+    hashCpu,
+    addedWall: 1e6 / subject.rps - 1e6 / base.rps,
+    addedCpu: subject.cpuPerRequest - base.cpuPerRequest,
+    refAddedWall: ref === null ? null : 1e6 / ref.rps - 1e6 / base.rps,
+    refAddedCpu: ref === null ? null : ref.cpuPerRequest - base.cpuPerRequest
+  }
+  if (budget.kind === 'ratio') {
+    result.lines = [{ text: `req/s ≥ ${budget.min} of ${whom}`, value: ratio.toFixed(3), pass: ratio >= budget.min }]
+  } else {
+    // The time the plugin adds to a request, against one sha-256 pass over
+    // the same bytes by hand in the same conditions (server CPU time, which
+    // neither the client nor other processes inflate), and, for information,
+    // against req/s and the idle-process timing.
+    const times = result.addedCpu / result.refAddedCpu
+    result.lines = [{
+      text: `added CPU time/request ≤ ${budget.max}x one sha-256 pass by hand (${fmtMicros(result.refAddedCpu)})`,
+      value: `${fmtMicros(result.addedCpu)} = ${times.toFixed(2)}x`,
+      pass: times <= budget.max
+    }]
+  }
+  return result
+}
+
+function table (rows) {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c] ?? '').length)))
+  return rows.map((r) => r.map((cell, c) => {
+    const s = String(cell ?? '')
+    return c <= 1 ? s.padEnd(widths[c]) : s.padStart(widths[c])
+  }).join('  ').trimEnd()).join('\n')
+}
+
+/** The ratio cells of side `i`: against the baseline, and (plugin only) against bare + hash. */
+function ratioCells (i, value, baseValue, e) {
+  if (i === 1) return ['1', '']
+  const ratio = (value / baseValue).toFixed(3)
+  if (i !== 0) return [ratio, '']
+  return [ratio, `${(e.ratio / e.ideal).toFixed(3)}${e.measuredIdeal ? '' : ' (est.)'}`]
+}
+
+function report (results) {
+  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'CPU/req', 'p50 ms', 'vs base', 'vs bare+hash']]
+  const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'vs bare+hash']]
+  const hashRows = [['#', 'sha-256 over', 'wall', 'CPU']]
+  const budgetRows = [['#', 'budget', 'measured', 'result']]
+  const notes = []
+  let failed = 0
+  for (const result of results) {
+    const { scenario, sides, hashes } = result
+    const e = evaluate(result)
+    result.evaluation = e
+    if (scenario.kind === 'upload') {
+      uploadRows.push([scenario.id, scenario.title])
+      for (const [i, s] of sides.entries()) {
+        uploadRows.push([
+          '', `  ${scenario.sides[i].label}`, s.mibps.toFixed(0), pct(s.spread), `${(s.cpuShare * 100).toFixed(0)}%`,
+          (s.cpuPerMiB / 1000).toFixed(3), `${(s.maxGrowth / MiB).toFixed(1)} MiB`, `${(s.medianGrowth / MiB).toFixed(1)} MiB`,
+          `${(s.peak / MiB).toFixed(0)} MiB`, ...ratioCells(i, s.mibps, sides[1].mibps, e)
+        ])
+      }
+      notes.push(`S${scenario.id}: sha-256 alone streams at ${e.hashMibps.toFixed(0)} MiB/s in an idle process, so bare + hash ` +
+        `would reach ${e.estimate.toFixed(3)} of ${scenario.sides[1].label}` +
+        (e.measuredIdeal ? `; measured by hand: ${e.ideal.toFixed(3)}` : ''))
+    } else {
+      rows.push([scenario.id, scenario.title])
+      for (const [i, s] of sides.entries()) {
+        rows.push([
+          '', `  ${scenario.sides[i].label}`, s.rps.toFixed(0), pct(s.spread), `${(s.cpuShare * 100).toFixed(0)}%`,
+          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), ...ratioCells(i, s.rps, sides[1].rps, e)
+        ])
+      }
+      if (e.hashWall > 0) {
+        let note = `S${scenario.id}: the plugin adds ${fmtMicros(e.addedCpu)} of server CPU per request (${fmtMicros(e.addedWall)} by req/s)`
+        if (e.refAddedCpu !== null) note += `; sha-256 by hand adds ${fmtMicros(e.refAddedCpu)} (${fmtMicros(e.refAddedWall)} by req/s)`
+        note += `; in an idle process the passes take ${fmtMicros(e.hashCpu)}`
+        notes.push(note)
+      }
+    }
+    for (const h of hashes) {
+      hashRows.push([scenario.id, `${sizeLabel(h.bytes)}${h.chunk ? ` in ${h.chunk / 1024} KiB updates` : ', one-shot'}`,
+        h.chunk ? `${((h.bytes / MiB) / (h.wallMicros / 1e6)).toFixed(0)} MiB/s` : fmtMicros(h.wallMicros),
+        h.chunk ? `${((h.bytes / MiB) / (h.cpuMicros / 1e6)).toFixed(0)} MiB/s` : fmtMicros(h.cpuMicros)])
+    }
+    for (const line of e.lines) {
+      if (!line.pass) failed++
+      budgetRows.push([scenario.id, line.text, line.value, line.pass ? 'PASS' : 'FAIL'])
+    }
+  }
+  const out = []
+  if (rows.length > 1) out.push(table(rows), '')
+  if (uploadRows.length > 1) out.push(table(uploadRows), '')
+  if (notes.length > 0) out.push(...notes, '')
+  if (hashRows.length > 1) out.push('node:crypto sha-256 in the plugin side\'s server process, idle (median of 7 batches):', table(hashRows), '')
+  out.push(table(budgetRows))
+  console.log(out.join('\n'))
+  return failed
+}
+
+function describeMachine () {
+  let model = os.cpus()[0]?.model ?? 'unknown'
+  try {
+    const match = /^model name\s*:\s*(.+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))
+    if (match !== null) model = match[1]
+  } catch {}
+  const version = (name) => {
+    try {
+      return require(`${name}/package.json`).version
+    } catch {
+      return '?'
+    }
+  }
+  return {
+    cpu: model,
+    cores: os.availableParallelism?.() ?? os.cpus().length,
+    node: process.version,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    fastify: version('fastify'),
+    compress: version('@fastify/compress'),
+    autocannon: version('autocannon')
+  }
+}
+
+async function main () {
+  const selected = config.only === null ? scenarios : scenarios.filter((s) => config.only.includes(s.id))
+  if (selected.length === 0) throw new Error(`no scenario matches BENCH_SCENARIOS=${process.env.BENCH_SCENARIOS}`)
+  if (config.profile !== null) fs.mkdirSync(config.profile, { recursive: true })
+  const machine = describeMachine()
+  console.log(`fastify-digest-fields benchmarks: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, ` +
+    `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
+  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up, sides alternating; ` +
+    `load average ${loadAverage()}`)
+  const results = []
+  for (const scenario of selected) {
+    process.stdout.write(`  scenario ${scenario.id}: ${scenario.title} ... `)
+    const started = Date.now()
+    results.push(await runScenario(scenario))
+    console.log(`${((Date.now() - started) / 1000).toFixed(0)} s`)
+  }
+  console.log(`load average after the run: ${loadAverage()}\n`)
+  const failed = report(results)
+  for (const { scenario } of results) console.log(`  S${scenario.id}: ${scenario.note}`)
+  if (config.profile !== null) console.log(`\nCPU profiles: ${config.profile}`)
+  if (config.json !== null) {
+    fs.writeFileSync(config.json, JSON.stringify({
+      machine,
+      config,
+      results: results.map(({ scenario, info, hashes, sides, load, evaluation }) => ({
+        id: scenario.id, title: scenario.title, sides: scenario.sides.map((s) => s.label), info, hashes, load, results: sides, evaluation
+      }))
+    }, null, 2))
+  }
+  if (failed > 0) console.log(`\n${failed} budget line(s) missed`)
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exitCode = 1
+})

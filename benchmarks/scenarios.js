@@ -1,0 +1,270 @@
+'use strict'
+
+// The benchmark scenarios. Each one has sides: the first is the plugin (the
+// subject), the second the baseline the budget compares it with, any further
+// side is shown for information. `setup` runs in a server process (see
+// server.js) and builds one side's Fastify app; everything else runs in the
+// runner (run.js): the request autocannon sends, the checks made on one
+// response of each side before measuring, the sha-256 passes the scenario
+// cannot avoid (its "bare + hash" reference), and the budget line.
+
+const { createHash } = require('node:crypto')
+const { KiB, MiB, randomBytes, jsonObject, text, uploadChunks } = require('./payloads')
+
+const JSON_OBJECT = jsonObject(KiB)
+const JSON_BYTES = Buffer.from(JSON.stringify(JSON_OBJECT))
+const BUFFER_1MIB = randomBytes(MiB, 3)
+const TEXT_64KIB = text(64 * KiB)
+const POST_1MIB = randomBytes(MiB, 5)
+const UPLOAD_BYTES = Number(process.env.BENCH_UPLOAD_MIB ?? 256) * MiB
+
+const BOTH_SHA256 = { contentDigest: 'sha-256', reprDigest: 'sha-256' }
+const VARY = /want-content-digest, want-repr-digest/i
+
+function sha256 (data) {
+  return createHash('sha256').update(data).digest('base64')
+}
+
+function field (data) {
+  return `sha-256=:${sha256(data)}:`
+}
+
+let uploadDigest = null
+/** The Content-Digest of the streamed upload, computed once from the generator. */
+function uploadField () {
+  if (uploadDigest === null) {
+    const hash = createHash('sha256')
+    for (const chunk of uploadChunks(UPLOAD_BYTES)) hash.update(chunk)
+    uploadDigest = `sha-256=:${hash.digest('base64')}:`
+  }
+  return uploadDigest
+}
+
+/** A digest that matches nothing: the plugin must refuse it. */
+const WRONG_FIELD = `sha-256=:${Buffer.alloc(32).toString('base64')}:`
+
+// Sides. `plugin` holds the plugin's options (absent: not registered). The
+// side keyed `hash` is the reference: bare Fastify plus the sha-256 passes the
+// scenario needs, written by hand with node:crypto in the route's own process
+// ("bare Fastify + the hash itself", measured under the same conditions).
+const bare = { key: 'bare', label: 'bare Fastify' }
+const byHand = { key: 'hash', label: 'bare + sha-256 by hand' }
+const unverified = { key: 'noverify', label: 'plugin, verify: false', plugin: { verify: false } }
+
+async function register (app, side) {
+  if (side.compress !== undefined) await app.register(require('@fastify/compress'), side.compress)
+  // BENCH_PLUGIN: another build of the plugin (a directory with package.json or dist/index.js), to compare.
+  if (side.plugin !== undefined) await app.register(require(process.env.BENCH_PLUGIN || '..'), side.plugin)
+}
+
+/**
+ * The reference for responses: one sha-256 pass over the payload, and the
+ * same header fields as the plugin sends, set by hand.
+ */
+function digestByHand (app) {
+  const { hash } = require('node:crypto')
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const value = `sha-256=:${hash('sha256', payload, 'base64')}:`
+    reply.header('vary', 'Want-Content-Digest, Want-Repr-Digest')
+    reply.header('content-digest', value).header('repr-digest', value)
+    done(null, payload)
+  })
+}
+
+/** The reference for requests: the sha-256 value of a request's Content-Digest, parsed by hand. */
+function claimedDigest (request) {
+  const match = /sha-256=:([A-Za-z0-9+/=]+):/.exec(request.headers['content-digest'] ?? '')
+  return match === null ? null : match[1]
+}
+
+function assert (condition, message) {
+  if (!condition) throw new Error(message)
+}
+
+/** Checks of a response without digest fields (baselines). */
+function noDigests (res) {
+  assert(res.headers['content-digest'] === undefined, 'unexpected Content-Digest')
+  assert(res.headers['repr-digest'] === undefined, 'unexpected Repr-Digest')
+}
+
+/** A response with sha-256 Content-Digest over `content` and Repr-Digest over `repr`. */
+function bothDigests (res, content, repr) {
+  assert(res.headers['content-digest'] === field(content), `wrong Content-Digest ${res.headers['content-digest']}`)
+  assert(res.headers['repr-digest'] === field(repr), `wrong Repr-Digest ${res.headers['repr-digest']}`)
+  assert(VARY.test(res.headers.vary ?? ''), 'Vary lacks the Want-* fields')
+}
+
+function compressedScenario (id, syncThreshold, path) {
+  const compress = { global: true, encodings: ['gzip'], threshold: 1024, syncThreshold }
+  return {
+    id,
+    title: `GET 64 KiB text, gzip (${path} path), both fields`,
+    sides: [
+      { key: 'plugin', label: 'compress + plugin', compress, plugin: BOTH_SHA256 },
+      { key: 'compress', label: 'compress alone', compress }
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      app.get('/text', (request, reply) => { reply.type('text/plain; charset=utf-8').send(TEXT_64KIB) })
+    },
+    request: { method: 'GET', path: '/text', headers: { 'accept-encoding': 'gzip' } },
+    check (side, res) {
+      assert(res.headers['content-encoding'] === 'gzip', 'not compressed')
+      // Which path compress took: the synchronous one sends a Content-Length.
+      const sent = res.headers['content-length'] !== undefined ? 'content-length' : 'chunked'
+      if (side.key === 'compress') {
+        assert(sent === (path === 'sync' ? 'content-length' : 'chunked'), `compress took the wrong path (${sent})`)
+        noDigests(res)
+      } else {
+        bothDigests(res, res.body, TEXT_64KIB)
+      }
+      return { compressedBytes: res.body.length }
+    },
+    // One pass over the identity text (Repr-Digest), one over the gzip bytes (Content-Digest).
+    hashes: (info) => [{ bytes: 64 * KiB }, { bytes: info.compressedBytes }],
+    budget: { kind: 'ratio', min: 0.85 },
+    note: path === 'sync'
+      ? `syncThreshold: ${syncThreshold}: compress gzips the 64 KiB string in one call and hands on a Buffer; the plugin hashes it in its content stage`
+      : `syncThreshold: ${syncThreshold} (the default on 2 cores; 4096 on more): compress streams the 64 KiB string through zlib; without TE: trailers the plugin buffers the gzip stream (maxBufferSize) to send both fields as headers`
+  }
+}
+
+const scenarios = [
+  {
+    id: '1',
+    title: 'GET 1 KiB JSON, no Want-*',
+    sides: [{ key: 'plugin', label: 'plugin (defaults)', plugin: {} }, bare],
+    async setup (app, side) {
+      await register(app, side)
+      app.get('/json', async () => JSON_OBJECT)
+    },
+    request: { method: 'GET', path: '/json' },
+    check (side, res) {
+      assert(res.body.equals(JSON_BYTES), 'wrong body')
+      noDigests(res)
+      if (side.key === 'plugin') assert(VARY.test(res.headers.vary ?? ''), 'Vary lacks the Want-* fields')
+    },
+    hashes: () => [],
+    budget: { kind: 'ratio', min: 0.95 },
+    note: 'the pass-through cost: the plugin parses no field and hashes nothing, it only adds Vary'
+  },
+  {
+    id: '2',
+    title: 'GET 1 KiB JSON, unsolicited sha-256 both fields',
+    sides: [{ key: 'plugin', label: 'plugin', plugin: BOTH_SHA256 }, bare, byHand],
+    async setup (app, side) {
+      await register(app, side)
+      if (side === byHand) digestByHand(app)
+      app.get('/json', async () => JSON_OBJECT)
+    },
+    request: { method: 'GET', path: '/json' },
+    check (side, res) {
+      assert(res.body.equals(JSON_BYTES), 'wrong body')
+      if (side.key === 'bare') noDigests(res)
+      else bothDigests(res, JSON_BYTES, JSON_BYTES)
+    },
+    hashes: () => [{ bytes: KiB }],
+    budget: { kind: 'ratio', min: 0.85 },
+    note: 'contentDigest and reprDigest: \'sha-256\'; one sha-256 pass serves both fields'
+  },
+  {
+    id: '3',
+    title: 'GET 1 MiB Buffer, sha-256 both fields',
+    sides: [{ key: 'plugin', label: 'plugin', plugin: BOTH_SHA256 }, bare, byHand],
+    async setup (app, side) {
+      await register(app, side)
+      if (side === byHand) digestByHand(app)
+      app.get('/buffer', (request, reply) => { reply.type('application/octet-stream').send(BUFFER_1MIB) })
+    },
+    request: { method: 'GET', path: '/buffer' },
+    connections: 4,
+    check (side, res) {
+      assert(res.body.equals(BUFFER_1MIB), 'wrong body')
+      if (side.key === 'bare') noDigests(res)
+      else bothDigests(res, BUFFER_1MIB, BUFFER_1MIB)
+    },
+    hashes: () => [{ bytes: MiB }],
+    budget: { kind: 'added', max: 1.2 },
+    note: 'budget: the time the plugin adds to a request, against one sha-256 pass over 1 MiB'
+  },
+  compressedScenario('4', 8192, 'stream'),
+  compressedScenario('4s', 65536, 'sync'),
+  {
+    id: '5',
+    title: 'POST 1 MiB, correct sha-256 Content-Digest, verified',
+    sides: [{ key: 'plugin', label: 'plugin, verifying', plugin: {} }, bare, byHand, unverified],
+    async setup (app, side) {
+      await register(app, side)
+      const { hash } = require('node:crypto')
+      app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: 2 * MiB }, (request, body, done) => done(null, body))
+      app.post('/upload', async (request) => {
+        // The reference checks the digest by hand, one-shot over the parsed body.
+        const verified = side === byHand
+          ? hash('sha256', request.body, 'base64') === claimedDigest(request)
+          : request.digestVerification?.verified ?? null
+        return { bytes: request.body.length, verified }
+      })
+    },
+    request: {
+      method: 'POST',
+      path: '/upload',
+      headers: { 'content-type': 'application/octet-stream', 'content-digest': field(POST_1MIB) },
+      body: POST_1MIB
+    },
+    connections: 4,
+    badRequest: { headers: { 'content-digest': WRONG_FIELD } },
+    check (side, res) {
+      const body = JSON.parse(res.body)
+      assert(body.bytes === MiB, 'the body did not arrive whole')
+      const expected = { plugin: true, bare: null, hash: true, noverify: false }[side.key]
+      assert(body.verified === expected, `verified: ${body.verified}, expected ${expected}`)
+    },
+    hashes: () => [{ bytes: MiB }],
+    budget: { kind: 'ratio', min: 0.80 },
+    note: 'the body is parsed as a Buffer (parseAs: \'buffer\'); the check completes before the handler. "Unverified" is bare Fastify with the same parser and route (the request still carries the header, nobody checks it)'
+  },
+  {
+    id: '6',
+    title: `streamed ${UPLOAD_BYTES / MiB} MiB upload, verified`,
+    kind: 'upload',
+    sides: [{ key: 'plugin', label: 'plugin, verifying', plugin: {} }, bare, byHand, unverified],
+    async setup (app, side) {
+      await register(app, side)
+      const { createHash } = require('node:crypto')
+      const { Writable } = require('node:stream')
+      const { pipeline } = require('node:stream/promises')
+      // A stream-passing parser: the handler reads the body as a stream.
+      app.addContentTypeParser('application/octet-stream', (request, payload, done) => done(null, payload))
+      app.post('/upload', async (request) => {
+        let bytes = 0
+        // The reference hashes the chunks by hand as they flow to the sink.
+        const hasher = side === byHand ? createHash('sha256') : null
+        if (hasher !== null) request.body.on('data', (chunk) => hasher.update(chunk))
+        await pipeline(request.body, new Writable({
+          write (chunk, encoding, callback) {
+            bytes += chunk.length
+            callback()
+          }
+        }))
+        const verified = hasher === null
+          ? request.digestVerification?.verified ?? null
+          : hasher.digest('base64') === claimedDigest(request)
+        return { bytes, verified }
+      })
+    },
+    upload: { path: '/upload', bytes: UPLOAD_BYTES, chunks: () => uploadChunks(UPLOAD_BYTES), field: uploadField },
+    badRequest: { headers: { 'content-digest': WRONG_FIELD } },
+    check (side, res) {
+      const body = JSON.parse(res.body)
+      assert(body.bytes === UPLOAD_BYTES, `the body did not arrive whole (${body.bytes})`)
+      const expected = { plugin: true, bare: null, hash: true, noverify: false }[side.key]
+      assert(body.verified === expected, `verified: ${body.verified}, expected ${expected}`)
+    },
+    // Streamed hashing: 64 KiB updates, like the request chunks.
+    hashes: () => [{ bytes: UPLOAD_BYTES, chunk: 64 * KiB }],
+    budget: { kind: 'upload', min: 0.75, maxGrowthMiB: 64 },
+    note: 'a stream-passing parser, the handler pipes the body into a sink that only counts; the client generates the bytes as it sends them (with a Content-Length) and has computed their digest beforehand'
+  }
+]
+
+module.exports = { scenarios, field }

@@ -1,0 +1,172 @@
+// The streams behind request verification, without fastify: the lazy hashing
+// stream and the decoder that hashes a content coding on the side.
+import { test } from 'tap'
+import { PassThrough, Readable, Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { createHash } from 'node:crypto'
+import { once } from 'node:events'
+import { gzipSync } from 'node:zlib'
+import { LazyDigestStream } from '../lib/digest-stream'
+import { contentCoding, createContentDecoder, DecodingTap } from '../lib/content-decoding'
+
+const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest()
+const sink = () => new Writable({ write (_chunk, _encoding, callback) { callback() } })
+
+test('LazyDigestStream reads nothing until its consumer reads', async (t) => {
+  const source = new PassThrough()
+  source.end('hello world')
+  const lazy = new LazyDigestStream(source, ['sha-256'])
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(source.readableLength, 11, 'the source was not read')
+  t.equal(source.listenerCount('data'), 0)
+
+  const chunks: Buffer[] = []
+  for await (const chunk of lazy) chunks.push(chunk as Buffer)
+  t.equal(Buffer.concat(chunks).toString(), 'hello world')
+  t.same(lazy.digests?.get('sha-256'), sha256('hello world'))
+})
+
+test('LazyDigestStream: an error or premature end of the source reaches the consumer', async (t) => {
+  const failing = new Readable({ read () { this.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })) } })
+  await t.rejects(pipeline(new LazyDigestStream(failing, ['sha-256']), sink()), { code: 'ECONNRESET' })
+
+  const cut = new Readable({ read () { this.destroy() } })
+  await t.rejects(pipeline(new LazyDigestStream(cut, ['sha-256']), sink()), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
+})
+
+test('LazyDigestStream: endCheck can turn the clean end into an error', async (t) => {
+  const lazy = new LazyDigestStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
+  let seen: Buffer | undefined
+  lazy.endCheck = (callback) => {
+    seen = lazy.digests?.get('sha-256')
+    callback(new Error('digest mismatch'))
+  }
+  await t.rejects(pipeline(lazy, sink()), { message: 'digest mismatch' })
+  t.same(seen, sha256('abc'), 'the digests are ready when endCheck runs')
+})
+
+test('LazyDigestStream: a consumer that gives up leaves the source drained, not destroyed', async (t) => {
+  const source = new PassThrough()
+  const lazy = new LazyDigestStream(source, ['sha-256'])
+  source.write(Buffer.alloc(1000))
+  await once(lazy, 'data')
+  lazy.destroy()
+  t.equal(lazy.destroyed, true)
+  t.equal(source.destroyed, false)
+  source.end(Buffer.alloc(100_000))
+  await new Promise((resolve) => source.once('end', resolve))
+  t.pass('the rest of the source was consumed')
+  // A late error of the source is not an uncaught exception.
+  lazy.emit('error', new Error('late'))
+})
+
+test('contentCoding', async (t) => {
+  t.equal(contentCoding(undefined), null)
+  t.equal(contentCoding(['gzip']), null)
+  t.equal(contentCoding(''), null)
+  t.equal(contentCoding(' identity '), null)
+  t.equal(contentCoding('GZip'), 'gzip')
+  t.equal(contentCoding('gzip, identity'), 'gzip')
+  t.equal(contentCoding('gzip,br'), 'gzip, br')
+  t.equal(createContentDecoder('gzip, br'), null)
+  t.equal(createContentDecoder('zstd'), null)
+})
+
+function decodeThrough (tap: DecodingTap, data: Buffer, chunkSize: number): Promise<void> {
+  return new Promise((resolve) => {
+    let offset = 0
+    const next = (): void => {
+      if (offset >= data.length) {
+        tap.end(resolve)
+        return
+      }
+      const chunk = data.subarray(offset, offset + chunkSize)
+      offset += chunkSize
+      tap.write(chunk, next)
+    }
+    next()
+  })
+}
+
+test('DecodingTap hashes the decoded bytes, with backpressure', async (t) => {
+  const identity = Buffer.alloc(2 * 1024 * 1024)
+  for (let i = 0; i < identity.length; i++) identity[i] = (i * 131) % 253
+  const coded = gzipSync(identity, { level: 1 })
+  const tap = new DecodingTap(createContentDecoder('gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], identity.length)
+  await decodeThrough(tap, coded, 256 * 1024)
+  t.equal(tap.failure, null)
+  t.same(tap.digests?.get('sha-256'), sha256(identity))
+})
+
+test('DecodingTap: over the limit, or not decodable; the stream is never stalled', async (t) => {
+  const bomb = gzipSync(Buffer.alloc(4 * 1024 * 1024))
+  const capped = new DecodingTap(createContentDecoder('x-gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024)
+  await decodeThrough(capped, bomb, 1000)
+  t.equal(capped.failure, 'too-large')
+  t.equal(capped.digests, null)
+
+  // A failure before the end: end() settles at once.
+  const early = new DecodingTap(createContentDecoder('gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 10)
+  early.write(gzipSync(Buffer.alloc(100_000)), () => {})
+  while (early.failure === null) await new Promise((resolve) => setImmediate(resolve))
+  await new Promise<void>((resolve) => early.end(resolve))
+  t.equal(early.failure, 'too-large')
+
+  const broken = new DecodingTap(createContentDecoder('br') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024)
+  await decodeThrough(broken, Buffer.from('not brotli, not anything'), 4)
+  t.equal(broken.failure, 'invalid')
+
+  const inflate = new DecodingTap(createContentDecoder('deflate') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024)
+  inflate.write(Buffer.from('garbage'), () => {})
+  inflate.destroy()
+  t.equal(inflate.failure, null, 'destroy drops it without a verdict')
+})
+
+test('DecodingTap: destroy answers a pending end, without a verdict', async (t) => {
+  const tap = new DecodingTap(createContentDecoder('gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024 * 1024)
+  tap.write(gzipSync('abc'), () => {})
+  let ended = false
+  tap.end(() => { ended = true })
+  tap.destroy() // before the decoder's asynchronous end
+  t.equal(ended, true)
+  t.equal(tap.digests, null)
+  t.equal(tap.failure, null)
+  let again = false
+  tap.end(() => { again = true })
+  t.equal(again, true, 'a stopped tap ends at once')
+})
+
+test('LazyDigestStream: a tap that is dropped, before or after its stream is destroyed', async (t) => {
+  // A tap that only ends when destroyed.
+  const makeTap = () => {
+    const tap = {
+      done: null as null | (() => void),
+      write (_chunk: Buffer, next: () => void) { next() },
+      end (done: () => void) { tap.done = done },
+      destroy () { tap.done?.() }
+    }
+    return tap
+  }
+
+  const first = makeTap()
+  const untapped = new LazyDigestStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
+  untapped.tap(first)
+  const chunks: Buffer[] = []
+  untapped.on('data', (chunk: Buffer) => chunks.push(chunk))
+  while (first.done === null) await new Promise((resolve) => setImmediate(resolve))
+  untapped.untap() // the stream waits for the tap's end: dropping the tap lets it end
+  await once(untapped, 'end')
+  t.equal(Buffer.concat(chunks).toString(), 'abc')
+  t.same(untapped.digests?.get('sha-256'), sha256('abc'))
+
+  const second = makeTap()
+  const destroyed = new LazyDigestStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
+  destroyed.tap(second)
+  let checked = false
+  destroyed.endCheck = (callback) => { checked = true; callback() }
+  destroyed.resume()
+  while (second.done === null) await new Promise((resolve) => setImmediate(resolve))
+  destroyed.destroy()
+  await once(destroyed, 'close')
+  t.equal(checked, false, 'nothing is checked for a destroyed stream')
+})
