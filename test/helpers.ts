@@ -1,6 +1,7 @@
 // Shared test helpers: a fresh Fastify per test, expected field values
 // recomputed from the bytes the client actually received.
 import { createHash } from 'node:crypto'
+import { connect } from 'node:net'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
@@ -60,4 +61,17 @@ export function crc32cField (bytes: Buffer | string): string {
   const out = Buffer.alloc(4)
   out.writeUInt32BE((crc ^ 0xFFFFFFFF) >>> 0)
   return `crc32c=:${out.toString('base64')}:`
+}
+
+/** Listen on loopback, write one raw HTTP request, read until the server closes. */
+export async function rawExchange (app: FastifyInstance, request: string): Promise<string> {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  return await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => { socket.write(request) })
+    const parts: Buffer[] = []
+    socket.on('data', (c) => parts.push(c))
+    socket.on('end', () => resolve(Buffer.concat(parts).toString('latin1')))
+    socket.on('error', reject)
+  })
 }

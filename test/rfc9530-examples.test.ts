@@ -3,8 +3,7 @@
 // B.11's trailer value has one '=' of padding, not two.
 import { test } from 'tap'
 import { Readable } from 'node:stream'
-import { connect } from 'node:net'
-import { buildApp } from './helpers'
+import { buildApp, rawExchange } from './helpers'
 
 const ITEM = '{"hello": "world"}\n'
 const RK = 'sha-256=:RK/0qy18MlBSVnWgjwz6lZEWjP/lF5HF9bvEF8FabDg=:'
@@ -39,17 +38,7 @@ test('B.2: the server does not return representation data (HEAD)', async (t) => 
 
 test('B.11: trailer fields and transfer coding, on the wire', async (t) => {
   const app = await itemsApp(t)
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const port = (app.server.address() as { port: number }).port
-  const raw = await new Promise<string>((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => {
-      socket.write('GET /items/chunked HTTP/1.1\r\nHost: foo.example\r\nTE: trailers\r\nConnection: close\r\n\r\n')
-    })
-    const parts: Buffer[] = []
-    socket.on('data', (c) => parts.push(c))
-    socket.on('end', () => resolve(Buffer.concat(parts).toString('latin1')))
-    socket.on('error', reject)
-  })
+  const raw = await rawExchange(app, 'GET /items/chunked HTTP/1.1\r\nHost: foo.example\r\nTE: trailers\r\nConnection: close\r\n\r\n')
   const [head, ...rest] = raw.split('\r\n\r\n')
   const lines = (head as string).split('\r\n')
   t.equal(lines[0], 'HTTP/1.1 200 OK')

@@ -3,10 +3,9 @@
 import { test } from 'tap'
 import { Readable } from 'node:stream'
 import { request as httpRequest } from 'node:http'
-import { connect } from 'node:net'
 import { createHash } from 'node:crypto'
 import compress from '@fastify/compress'
-import { buildApp, decode, sf, pattern, EMPTY_SHA256 } from './helpers'
+import { buildApp, decode, rawExchange, sf, pattern, EMPTY_SHA256 } from './helpers'
 
 function chunked (buf: Buffer, size: number): Readable {
   const parts: Buffer[] = []
@@ -118,17 +117,7 @@ test('over a real server: trailers with gzip, checked by a node:http client', as
 test('over a real server: an HTTP/1.0 request never gets trailers', async (t) => {
   const app = await buildApp(t, { contentDigest: true })
   app.get('/s', async (_req, reply) => reply.type('text/plain').send(Readable.from(['one ', 'two'])))
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const port = (app.server.address() as { port: number }).port
-  const raw = await new Promise<string>((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => {
-      socket.write('GET /s HTTP/1.0\r\nHost: x\r\nTE: trailers\r\n\r\n')
-    })
-    const parts: Buffer[] = []
-    socket.on('data', (c) => parts.push(c))
-    socket.on('end', () => resolve(Buffer.concat(parts).toString('latin1')))
-    socket.on('error', reject)
-  })
+  const raw = await rawExchange(app, 'GET /s HTTP/1.0\r\nHost: x\r\nTE: trailers\r\n\r\n')
   const [head, content] = raw.split('\r\n\r\n') as [string, string]
   t.equal(content, 'one two')
   t.notMatch(head, /trailer/i)
