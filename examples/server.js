@@ -4,10 +4,13 @@
 // fastify-digest-fields on 127.0.0.1, and curl commands to try against it.
 // Run `npm start` (it builds dist/ first); stop it with Ctrl-C.
 
+const { join } = require('node:path')
 const { Readable } = require('node:stream')
 const Fastify = require('fastify')
 const compress = require('@fastify/compress')
+const serveStatic = require('@fastify/static')
 const digestFields = require('..')
+const { staticHeaders } = digestFields
 
 const port = Number(process.env.PORT ?? 3000)
 const host = '127.0.0.1'
@@ -54,6 +57,14 @@ async function main () {
     return reply.type('text/plain').send(Readable.from(lines))
   })
 
+  // Files: 206 responses carry Content-Digest of the part and Repr-Digest of
+  // the whole file; HEAD carries the file's Repr-Digest.
+  await app.register(serveStatic, {
+    root: join(__dirname, 'public'),
+    prefix: '/files/',
+    setHeaders: staticHeaders
+  })
+
   await app.listen({ port, host })
 
   const tries = [
@@ -62,6 +73,8 @@ async function main () {
     ['HEAD: Content-Digest of empty content, Repr-Digest of the JSON', `curl -sI ${base}/items/123`],
     ['Compressed: Content-Digest over gzip bytes, Repr-Digest over the text', `curl -s -o /dev/null -D - ${base}/large -H 'Accept-Encoding: gzip'`],
     ['Trailers for a streamed body (--raw shows them)', `curl -si --raw ${base}/stream -H 'TE: trailers'`],
+    ['A range of a static file (RFC 9530 B.3): the part\'s Content-Digest, the file\'s Repr-Digest', `curl -si ${base}/files/hello.json -H 'Range: bytes=10-18'`],
+    ['HEAD of a static file', `curl -sI ${base}/files/hello.json`],
     ['A stale Repr-Digest on GET gets 406 with the current one', `curl -si ${base}/items/123 -H 'Repr-Digest: sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:'`],
     ['Upload with a correct Content-Digest (201)', `printf '{"hello": "world"}' | curl -si -X PUT ${base}/items/7 -H 'Content-Type: application/json' -H 'Content-Digest: sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:' --data-binary @-`],
     ['Upload with a wrong Content-Digest (400 problem details)', `printf '{"hello": "woXYZ"}' | curl -si -X PUT ${base}/items/7 -H 'Content-Type: application/json' -H 'Content-Digest: sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:' --data-binary @-`]
