@@ -15,8 +15,8 @@ export class MultiDigester {
     this.#digesters = [...algorithms].map((a) => createDigester(a))
   }
 
-  update (chunk: Buffer | Uint8Array | string): void {
-    this.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength
+  update (chunk: Uint8Array): void {
+    this.bytes += chunk.byteLength
     for (const d of this.#digesters) d.update(chunk)
   }
 
@@ -81,14 +81,15 @@ async function * replay (head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenera
  * are returned; over it, reading stops and `rest` replays everything (the
  * bytes already read, then the remainder) without holding more.
  */
-export async function collectUpTo (stream: NodeJS.ReadableStream, limit: number): Promise<Collected> {
+export async function collectUpTo (stream: DigestTransform, limit: number): Promise<Collected> {
   const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   const chunks: Buffer[] = []
   let bytes = 0
   while (true) {
     const next = await it.next()
     if (next.done === true) return { chunks, rest: null, bytes }
-    const chunk = typeof next.value === 'string' ? Buffer.from(next.value) : next.value
+    // A DigestTransform's output: Buffers (a Transform decodes written strings).
+    const chunk = next.value
     chunks.push(chunk)
     bytes += chunk.byteLength
     if (bytes > limit) {
