@@ -93,7 +93,13 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
     chunks.push(chunk)
     bytes += chunk.byteLength
     if (bytes > limit) {
-      return { chunks: null, rest: Readable.from(replay(chunks, it), { objectMode: false }), bytes }
+      const rest = Readable.from(replay(chunks, it), { objectMode: false })
+      // Given up early (a client gone mid-download, a HEAD): destroy the
+      // stream read here too, so the pipeline feeding it releases its source
+      // (e.g. closes a file). Nothing else would: the generator may never
+      // have started, and it does not end what it iterates.
+      rest.once('close', () => stream.destroy())
+      return { chunks: null, rest, bytes }
     }
   }
 }
@@ -129,18 +135,25 @@ function ignoreError (): void {}
  *
  * At the end: `digests` is set, the tap (if any) is awaited, then `endCheck`
  * (if any) decides whether the stream ends cleanly or errors.
+ *
+ * Past `limit` bytes nothing more is hashed and `overLimit` is set: the
+ * digests are then of a prefix only (a decompression bomb costs at most
+ * `limit` bytes of hashing).
  */
 export class LazyDigestStream extends Transform {
   #source: Readable | null
   readonly #hasher: MultiDigester
+  readonly #limit: number
   #tap: StreamTap | null = null
   endCheck: EndCheck | null = null
   digests: DigestResults | null = null
+  overLimit = false
 
-  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>) {
+  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, limit = Infinity) {
     super()
     this.#source = source
     this.#hasher = new MultiDigester(algorithms)
+    this.#limit = limit
     // A consumer that stops listening must not turn a late error into an
     // uncaught exception; consumers still get every error through their own
     // listeners.
@@ -180,7 +193,8 @@ export class LazyDigestStream extends Transform {
   }
 
   override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#hasher.update(chunk)
+    if (this.#hasher.bytes + chunk.length > this.#limit) this.overLimit = true
+    if (!this.overLimit) this.#hasher.update(chunk)
     if (this.#tap === null) callback(null, chunk)
     else this.#tap.write(chunk, () => callback(null, chunk))
   }

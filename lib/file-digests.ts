@@ -16,7 +16,7 @@
 // `setHeaders` option, records the file and its stat on the reply. Without
 // it, a HEAD finds its file through an earlier GET of the same URL that had
 // the same ETag, and only uses a digest that is already cached.
-import { ReadStream, type Stats } from 'node:fs'
+import { ReadStream, fstatSync, type Stats } from 'node:fs'
 import { open, stat as statPath, type FileHandle } from 'node:fs/promises'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../types/index'
@@ -45,6 +45,8 @@ export interface FileResponse extends StaticFile {
   readonly range: ByteRange | null
   /** Found through the ETag alone (a HEAD without staticHeaders): use cached digests only. */
   readonly cachedOnly: boolean
+  /** The stream reads another version of the file than `stat` describes (or none): no whole-file digest stands for it. */
+  readonly stale: boolean
 }
 
 type OpenFile = (path: string) => Promise<FileHandle>
@@ -267,6 +269,28 @@ async function statOf (path: string): Promise<Stats | null> {
   }
 }
 
+/**
+ * The stat of the file a ReadStream reads, once it is open; null when it
+ * fails to open or was closed first. Taken synchronously on the event, while
+ * the descriptor is certainly open.
+ */
+function openedStat (stream: ReadStream): Promise<Stats | null> {
+  return new Promise((resolve) => {
+    const settle = (): void => {
+      stream.off('ready', settle)
+      stream.off('close', settle)
+      const fd = (stream as unknown as { fd: number | null }).fd
+      resolve(fd === null ? null : fstatSync(fd))
+    }
+    if (stream.pending && !stream.destroyed) {
+      stream.on('ready', settle)
+      stream.on('close', settle)
+    } else {
+      settle()
+    }
+  })
+}
+
 /** Where an earlier response of this URL, ETag and coding found its file. */
 function aliasOf (request: FastifyRequest, etag: string, encoding: unknown): string {
   const pathname = request.url.split('?', 1)[0] as string
@@ -289,13 +313,13 @@ export async function resolveFileResponse (
   let file: FileResponse
   if (request.method === 'HEAD') {
     if (record !== null) {
-      file = { ...record, stream: null, range: null, cachedOnly: false }
+      file = { ...record, stream: null, range: null, cachedOnly: false, stale: false }
     } else {
       if (typeof etag !== 'string') return null
       const path = cache.recall(aliasOf(request, etag, encoding))
       const stat = path === null ? null : await statOf(path)
       if (stat === null || sendEtag(stat) !== etag) return null
-      file = { path: path as string, stat, stream: null, range: null, cachedOnly: true }
+      file = { path: path as string, stat, stream: null, range: null, cachedOnly: true, stale: false }
     }
   } else {
     if (!(payload instanceof ReadStream) || typeof payload.path !== 'string') return null
@@ -318,7 +342,12 @@ export async function resolveFileResponse (
     } else if (start !== 0 || end !== Math.max(0, stat.size - 1)) {
       return null
     }
-    file = { path, stat, stream: payload, range, cachedOnly: false }
+    // @fastify/send opens the path after its stat: a stream reading another
+    // version (the file replaced or rewritten in between, as by a deploy)
+    // must not get the digests of the version `stat` describes.
+    const opened = await openedStat(payload)
+    const stale = opened === null || !sameFile(opened, stat)
+    file = { path, stat, stream: payload, range, cachedOnly: false, stale }
   }
   if (typeof etag === 'string') cache.remember(aliasOf(request, etag, encoding), file.path)
   return file

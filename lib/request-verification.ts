@@ -260,7 +260,11 @@ function decodedResults (state: RequestState): DigestResults | Failure {
     }
     return side.digests as DigestResults
   }
-  // Decoded upstream (@fastify/compress): `tail` hashed the decoded bytes.
+  // Decoded upstream (@fastify/compress): `tail` hashed the decoded bytes,
+  // up to the same cap as decoding on the side.
+  if ((tail as LazyDigestStream).overLimit) {
+    return blankFailure(params, new FST_DIGEST_CONTENT_TOO_LARGE(field, String(state.limit)))
+  }
   return (tail as LazyDigestStream).digests as DigestResults
 }
 
@@ -451,7 +455,9 @@ function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payloa
     // stream is ours again, so that a failure can be raised where the
     // consumer sees it. It forwards receivedEncodedLength for fastify's
     // length checks.
-    const tail = new LazyDigestStream(payload, decodedUpstream ? state.decodedAlgorithms : [])
+    const tail = decodedUpstream
+      ? new LazyDigestStream(payload, state.decodedAlgorithms, state.limit)
+      : new LazyDigestStream(payload, [])
     if (payload.receivedEncodedLength !== undefined) {
       Object.defineProperty(tail, 'receivedEncodedLength', { get: () => payload.receivedEncodedLength })
     }

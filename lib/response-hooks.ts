@@ -64,20 +64,31 @@ interface ResponseState {
   readonly files: FileDigestCache
 }
 
+function ignoreError (): void {}
+
 /** A route whose response carries no digest field: only Vary is added. */
 const kNothing = Symbol('nothing')
 
 const EMPTY = Buffer.alloc(0)
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest']
+const VARY_VALUE = VARY_TOKENS.join(', ')
+const TRAILERS = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 function getParams (request: FastifyRequest): DigestParams | undefined {
   return (request.routeOptions.config as unknown as Record<symbol, DigestParams | undefined>)[kRouteParams]
 }
 
-function union (...lists: ReadonlyArray<readonly DigestAlgorithm[]>): DigestAlgorithm[] {
-  const out = new Set<DigestAlgorithm>()
-  for (const l of lists) for (const a of l) out.add(a)
-  return [...out]
+/**
+ * The algorithms of `a` (a list without repeats), then those of `b` not
+ * already listed. Runs for every response, usually with `b` empty or adding
+ * nothing: `a` itself is then returned, without allocating.
+ */
+function union (a: readonly DigestAlgorithm[], b: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
+  let out: DigestAlgorithm[] | null = null
+  for (const algorithm of b) {
+    if (!(out ?? a).includes(algorithm)) (out ??= [...a]).push(algorithm)
+  }
+  return out ?? a
 }
 
 function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
@@ -96,7 +107,7 @@ function isResponse (p: unknown): p is Response {
 function addVary (reply: FastifyReply): void {
   const current = reply.getHeader('vary')
   if (current === undefined) {
-    reply.header('vary', VARY_TOKENS.join(', '))
+    reply.header('vary', VARY_VALUE)
     return
   }
   const value = Array.isArray(current) ? current.join(', ') : String(current)
@@ -136,12 +147,16 @@ function newState (request: FastifyRequest, params: DigestParams, files: FileDig
   const headers = request.headers
   const wantContent = parseWantField(headers['want-content-digest'])
   const wantRepr = parseWantField(headers['want-repr-digest'])
-  const contentAlgs = selectAlgorithms({
-    algorithms: params.algorithms, want: wantContent, otherWant: wantRepr, unsolicited: params.contentDigest
-  })
-  const reprAlgs = selectAlgorithms({
-    algorithms: params.algorithms, want: wantRepr, otherWant: wantContent, unsolicited: params.reprDigest
-  })
+  // Without any Want-* field, selection gives the unsolicited algorithms as
+  // configured (validated as enabled ones, in server order): skip it, as most
+  // requests carry none.
+  const noWant = wantContent === null && wantRepr === null
+  const contentAlgs = noWant
+    ? params.contentDigest
+    : selectAlgorithms({ algorithms: params.algorithms, want: wantContent, otherWant: wantRepr, unsolicited: params.contentDigest })
+  const reprAlgs = noWant
+    ? params.reprDigest
+    : selectAlgorithms({ algorithms: params.algorithms, want: wantRepr, otherWant: wantContent, unsolicited: params.reprDigest })
   const conditional = conditionalOf(request, params)
   if (contentAlgs.length === 0 && reprAlgs.length === 0 && conditional === null) return kNothing
   const reprNeeded = union(
@@ -201,6 +216,8 @@ async function fileRepresentation (
   const file = await resolveFileResponse(request, reply, payload, state.files)
   if (file === null) return false
   state.file = file
+  // Another version than @fastify/send described: hashed as it flows.
+  if (file.stale) return true
   const { params, files } = state
   // Default mode: the identity representation. Strict mode: the coded one,
   // plus the identity one for Unencoded-Digest.
@@ -231,6 +248,11 @@ async function representationStage (
   }
   state.reprEncoding = reply.getHeader('content-encoding')
   if (isNodeStream(payload)) {
+    // Held across the awaits of the file digests before anything listens to
+    // it: an early error (a file deleted before @fastify/send opened it) must
+    // not be an uncaught exception. Fastify still answers it: it reads a
+    // stream's error state when it takes the stream.
+    payload.on('error', ignoreError)
     if (await fileRepresentation(request, reply, payload, state)) return payload
     if (request.method === 'HEAD') return await hashHeadStream(payload, reply, state)
     // Strict mode without Unencoded-Digest: the representation is whatever
@@ -344,8 +366,11 @@ function bufferedContent (
     if (state.file === null && cl !== undefined && Number(cl) !== state.reprBytes) identity = null
   } else {
     const bytes = (payload ?? '') as string | Buffer
-    if (bytes === state.reprPayload) {
-      // Nothing changed the bytes: one pass serves both fields.
+    if (bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding) {
+      // Nothing changed the bytes, or a hook after the representation stage
+      // replaced them without a content coding (the request verifier's
+      // problem details for fastify's error body): the representation is
+      // what is sent, and one pass serves both fields.
       content = digestAll(union(state.contentAlgs, partial ? [] : state.reprNeeded), bytes)
       identity = partial ? null : content
     } else {
@@ -505,6 +530,7 @@ async function fileContent (
   }
   if (payload !== stream) return kAsStream
   if (range === null) {
+    if (file.stale) return kAsStream
     // Often already at hand from the representation stage (even with fileCacheSize 0).
     const needed = union(state.contentAlgs, params.strict ? state.reprNeeded : [])
     const known = state.fileCoded
@@ -517,6 +543,28 @@ async function fileContent (
   const content = await hashFile(file, state.contentAlgs, range)
   if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
   return finishFile(reply, stream, state, content, true)
+}
+
+/**
+ * A reply sent again: its first payload, a stream, failed before anything
+ * went out, and fastify now sends the error. The digest trailers declared
+ * for that stream, and the framing fastify set for them (already copied to
+ * the raw response), must not stay: the error body is sent with a
+ * Content-Length, and gets digests of its own.
+ */
+function dropTrailers (reply: FastifyReply): void {
+  let declared = false
+  for (const name of TRAILERS) {
+    if (reply.hasTrailer(name)) {
+      reply.removeTrailer(name)
+      declared = true
+    }
+  }
+  if (!declared) return
+  for (const name of ['transfer-encoding', 'trailer']) {
+    reply.removeHeader(name)
+    reply.raw.removeHeader(name)
+  }
 }
 
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
@@ -547,6 +595,8 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   const files = new FileDigestCache(params.fileCacheSize)
 
   function digestRepresentation (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+    // A state left by an earlier send: this one is fastify's error after it.
+    if ((request as unknown as { [kResponseState]: unknown })[kResponseState] !== kNothing) dropTrailers(reply)
     let routeParams = getParams(request)
     // 404s never reach onRoute (and compress never touches them): both stages run here.
     const notFound = routeParams === undefined && request.is404
