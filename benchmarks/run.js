@@ -372,24 +372,36 @@ function evaluate ({ scenario, hashes, sides }) {
     const hashMibps = (hashes[0].bytes / MiB) / (hashes[0].wallMicros / 1e6)
     const estimate = 1 / (1 + base.mibps / hashMibps)
     const growthMiB = subject.maxGrowth / MiB
+    const cpuRatio = base.cpuPerMiB / subject.cpuPerMiB
     return {
       ratio,
+      cpuRatio,
       refIndex,
       ideal: ref === null ? estimate : ref.mibps / base.mibps,
       measuredIdeal: ref !== null,
       estimate,
       hashMibps,
       lines: [
-        { text: `throughput ≥ ${budget.min} of ${whom} (unverified)`, value: ratio.toFixed(3), pass: ratio >= budget.min },
+        {
+          text: `throughput ≥ ${budget.min} of ${whom} (unverified)`,
+          value: ratio.toFixed(3),
+          pass: ratio >= budget.min,
+          aside: `${cpuRatio.toFixed(3)}; bare + sha-256 by hand: ${ref === null ? '-' : (ref.mibps / base.mibps).toFixed(3)}`
+        },
         { text: `peak RSS growth < ${budget.maxGrowthMiB} MiB`, value: `${growthMiB.toFixed(1)} MiB`, pass: growthMiB < budget.maxGrowthMiB }
       ]
     }
   }
   const ratio = subject.rps / base.rps
+  // What the ratio would be if the server alone set the pace: with small
+  // responses one autocannon process cannot keep a Fastify server busy, so
+  // req/s flatters whichever side costs more.
+  const cpuRatio = base.cpuPerRequest / subject.cpuPerRequest
   // Estimated bare + hash: each request costs the baseline's time plus the hashing.
   const estimate = 1 / (1 + base.rps * hashWall / 1e6)
   const result = {
     ratio,
+    cpuRatio,
     refIndex,
     ideal: ref === null ? estimate : ref.rps / base.rps,
     measuredIdeal: ref !== null,
@@ -402,7 +414,12 @@ function evaluate ({ scenario, hashes, sides }) {
     refAddedCpu: ref === null ? null : ref.cpuPerRequest - base.cpuPerRequest
   }
   if (budget.kind === 'ratio') {
-    result.lines = [{ text: `req/s ≥ ${budget.min} of ${whom}`, value: ratio.toFixed(3), pass: ratio >= budget.min }]
+    result.lines = [{
+      text: `req/s ≥ ${budget.min} of ${whom}`,
+      value: ratio.toFixed(3),
+      pass: ratio >= budget.min,
+      aside: `${cpuRatio.toFixed(3)}${cpuRatio >= budget.min ? '' : ' (below)'}`
+    }]
   } else {
     // The time the plugin adds to a request, against one sha-256 pass over
     // the same bytes by hand in the same conditions (server CPU time, which
@@ -412,17 +429,19 @@ function evaluate ({ scenario, hashes, sides }) {
     result.lines = [{
       text: `added CPU time/request ≤ ${budget.max}x one sha-256 pass by hand (${fmtMicros(result.refAddedCpu)})`,
       value: `${fmtMicros(result.addedCpu)} = ${times.toFixed(2)}x`,
-      pass: times <= budget.max
+      pass: times <= budget.max,
+      aside: `by req/s ${(result.addedWall / result.refAddedWall).toFixed(2)}x; idle-process sha-256: ${(result.addedCpu / hashCpu).toFixed(2)}x`
     }]
   }
   return result
 }
 
-function table (rows) {
+/** Columns padded to their widest cell: text columns (`left`) to the left, numbers to the right. */
+function table (rows, left = [0, 1]) {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => String(r[c] ?? '').length)))
   return rows.map((r) => r.map((cell, c) => {
     const s = String(cell ?? '')
-    return c <= 1 ? s.padEnd(widths[c]) : s.padStart(widths[c])
+    return left.includes(c) ? s.padEnd(widths[c]) : s.padStart(widths[c])
   }).join('  ').trimEnd()).join('\n')
 }
 
@@ -435,10 +454,10 @@ function ratioCells (i, value, baseValue, e) {
 }
 
 function report (results) {
-  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'CPU/req', 'p50 ms', 'vs base', 'vs bare+hash']]
-  const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'vs bare+hash']]
+  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'CPU/req', 'p50 ms', 'vs base', 'vs bare+hash', 'CPU ratio']]
+  const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'vs bare+hash', 'CPU ratio']]
   const hashRows = [['#', 'sha-256 over', 'wall', 'CPU']]
-  const budgetRows = [['#', 'budget', 'measured', 'result']]
+  const budgetRows = [['#', 'budget', 'measured', 'result', 'by server CPU / notes']]
   const notes = []
   let failed = 0
   for (const result of results) {
@@ -451,7 +470,8 @@ function report (results) {
         uploadRows.push([
           '', `  ${scenario.sides[i].label}`, s.mibps.toFixed(0), pct(s.spread), `${(s.cpuShare * 100).toFixed(0)}%`,
           (s.cpuPerMiB / 1000).toFixed(3), `${(s.maxGrowth / MiB).toFixed(1)} MiB`, `${(s.medianGrowth / MiB).toFixed(1)} MiB`,
-          `${(s.peak / MiB).toFixed(0)} MiB`, ...ratioCells(i, s.mibps, sides[1].mibps, e)
+          `${(s.peak / MiB).toFixed(0)} MiB`, ...ratioCells(i, s.mibps, sides[1].mibps, e),
+          i === 1 ? '' : (sides[1].cpuPerMiB / s.cpuPerMiB).toFixed(3)
         ])
       }
       notes.push(`S${scenario.id}: sha-256 alone streams at ${e.hashMibps.toFixed(0)} MiB/s in an idle process, so bare + hash ` +
@@ -462,7 +482,8 @@ function report (results) {
       for (const [i, s] of sides.entries()) {
         rows.push([
           '', `  ${scenario.sides[i].label}`, s.rps.toFixed(0), pct(s.spread), `${(s.cpuShare * 100).toFixed(0)}%`,
-          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), ...ratioCells(i, s.rps, sides[1].rps, e)
+          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), ...ratioCells(i, s.rps, sides[1].rps, e),
+          i === 1 ? '' : (sides[1].cpuPerRequest / s.cpuPerRequest).toFixed(3)
         ])
       }
       if (e.hashWall > 0) {
@@ -479,7 +500,7 @@ function report (results) {
     }
     for (const line of e.lines) {
       if (!line.pass) failed++
-      budgetRows.push([scenario.id, line.text, line.value, line.pass ? 'PASS' : 'FAIL'])
+      budgetRows.push([scenario.id, line.text, line.value, line.pass ? 'PASS' : 'FAIL', line.aside ?? ''])
     }
   }
   const out = []
@@ -487,7 +508,7 @@ function report (results) {
   if (uploadRows.length > 1) out.push(table(uploadRows), '')
   if (notes.length > 0) out.push(...notes, '')
   if (hashRows.length > 1) out.push('node:crypto sha-256 in the plugin side\'s server process, idle (median of 7 batches):', table(hashRows), '')
-  out.push(table(budgetRows))
+  out.push(table(budgetRows, [0, 1, 4]))
   console.log(out.join('\n'))
   return failed
 }
