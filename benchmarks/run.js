@@ -35,16 +35,9 @@ const path = require('node:path')
 const autocannon = require('autocannon')
 const { scenarios } = require('./scenarios')
 
+const { numberFromEnv } = require('./env')
 const MiB = 1048576
 const HOST = '127.0.0.1'
-
-function numberFromEnv (name, fallback) {
-  const value = process.env[name]
-  if (value === undefined || value === '') return fallback
-  const n = Number(value)
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(value)}`)
-  return n
-}
 
 const config = {
   duration: numberFromEnv('BENCH_DURATION', 3),

@@ -38,15 +38,8 @@ const { gunzipSync } = require('node:zlib')
 const autocannon = require('autocannon')
 const { documentText, uploadBody } = require('./payloads')
 
+const { numberFromEnv } = require('../../benchmarks/env')
 const MiB = 1048576
-
-function numberFromEnv (name, fallback) {
-  const value = process.env[name]
-  if (value === undefined || value === '') return fallback
-  const n = Number(value)
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(value)}`)
-  return n
-}
 
 const config = {
   duration: numberFromEnv('LOAD_DURATION', 30),
