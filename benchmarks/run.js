@@ -5,29 +5,32 @@
 // The runner is the client only. Every side of every scenario is a Fastify
 // server in a child process of its own (server.js, listening on 127.0.0.1),
 // driven over real sockets by autocannon (scenarios 1-5) or by a streaming
-// upload client (scenario 6). The sides of a scenario are measured in
-// alternation, A, B, A, B, ..., so that whatever else the machine is doing
-// weighs on both alike; the table shows medians. The servers also report their
+// upload client (scenario 6). The sides of a scenario are measured in short
+// alternating runs, A B in one round, B A in the next, ..., so that whatever
+// else the machine is doing weighs on both alike; each ratio is the median of
+// the per-round ratios (a run against its baseline of the same round), shown
+// with its quartiles. The servers also report their
 // own CPU time, so the cost per request can be read independently of the
 // client, and they time sha-256 over the scenario's bytes in their own
 // process: the "bare + hash" column is what the plugin side would do if it
 // cost nothing but the hashing.
 //
 // Settings (environment variables):
-//   BENCH_DURATION     seconds per measured run (3)
-//   BENCH_ROUNDS       measured runs per side (5)
+//   BENCH_DURATION     seconds per measured run (2)
+//   BENCH_ROUNDS       measured runs per side (10)
 //   BENCH_WARMUP       seconds of warm-up per side (2)
 //   BENCH_CONNECTIONS  autocannon connections, for scenarios that do not set theirs (10)
 //   BENCH_SCENARIOS    which scenarios, e.g. "1,2,4s" (all)
 //   BENCH_UPLOAD_MIB   size of scenario 6's upload (256)
-//   BENCH_UPLOADS      uploads per side per round in scenario 6 (1)
+//   BENCH_PIN          1 (default where taskset exists and there are 2+ cores): the runner on
+//                      the first core, the servers on the others; 0: let the OS place them
 //   BENCH_PROFILE      1 or a directory: servers run with --cpu-prof (profiles in the OS temp dir for 1)
 //   BENCH_JSON         write the results to this file as JSON
 //   BENCH_PLUGIN       load the plugin from this path instead of the package (e.g. a build of another commit)
 //
 // Quick run while changing things: BENCH_DURATION=1 BENCH_ROUNDS=2 BENCH_WARMUP=1 npm run bench
 
-const { fork } = require('node:child_process')
+const { execFileSync, fork } = require('node:child_process')
 const fs = require('node:fs')
 const http = require('node:http')
 const os = require('node:os')
@@ -40,16 +43,34 @@ const MiB = 1048576
 const HOST = '127.0.0.1'
 
 const config = {
-  duration: numberFromEnv('BENCH_DURATION', 3),
-  rounds: numberFromEnv('BENCH_ROUNDS', 5),
+  duration: numberFromEnv('BENCH_DURATION', 2),
+  rounds: numberFromEnv('BENCH_ROUNDS', 10),
   warmup: numberFromEnv('BENCH_WARMUP', 2),
   connections: numberFromEnv('BENCH_CONNECTIONS', 10),
-  uploads: numberFromEnv('BENCH_UPLOADS', 1),
   only: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : null,
   profile: process.env.BENCH_PROFILE
     ? (process.env.BENCH_PROFILE === '1' ? path.join(os.tmpdir(), 'fastify-digest-fields-profiles') : path.resolve(process.env.BENCH_PROFILE))
     : null,
-  json: process.env.BENCH_JSON || null
+  json: process.env.BENCH_JSON || null,
+  pin: process.env.BENCH_PIN !== '0'
+}
+
+const CORES = os.availableParallelism?.() ?? os.cpus().length
+let pinned = false
+
+/**
+ * Pin a process, all its threads, to some cores with taskset (Linux). The
+ * client and the server then never take each other's core, which on a
+ * 2-core machine otherwise happens at random and shows as noise. Returns
+ * false where that is not possible.
+ */
+function pin (pid, cpus) {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -77,6 +98,7 @@ class Server {
       this.child.on('message', (message) => {
         if (message.type === 'ready') {
           this.port = message.port
+          if (pinned) pin(this.child.pid, CORES === 2 ? '1' : `1-${CORES - 1}`)
           resolve(this)
           return
         }
@@ -213,6 +235,58 @@ function spread (values) {
   return (Math.max(...values) - Math.min(...values)) / 2 / median(values)
 }
 
+/** Busy and total jiffies of all CPUs (Linux), or null. */
+function machineTicks () {
+  try {
+    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number)
+    const total = fields.reduce((a, b) => a + b, 0)
+    // idle and iowait
+    return { busy: total - fields[3] - (fields[4] ?? 0), total }
+  } catch {
+    return null
+  }
+}
+
+/** Share of the whole machine (all cores) busy between two machineTicks(), 0..1. */
+function machineShare (before, after) {
+  if (before === null || after === null || after.total === before.total) return null
+  return (after.busy - before.busy) / (after.total - before.total)
+}
+
+/**
+ * Rounds of alternating runs: A, B, C, then C, B, A, and so on, so that a
+ * drift of the machine's speed during a round weighs on all sides alike.
+ * `runs[i][r]` is side i's run in round r.
+ */
+async function alternate (servers, once) {
+  const runs = servers.map(() => [])
+  for (let round = 0; round < config.rounds; round++) {
+    const order = [...servers.keys()]
+    if (round % 2 === 1) order.reverse()
+    for (const i of order) runs[i][round] = await once(servers[i])
+  }
+  return runs
+}
+
+/**
+ * Per-round ratios of each side against the baseline (side 1), from runs
+ * made in the same round, and their median and quartiles: a slow drift of
+ * the machine cancels out of each pair.
+ */
+function pairedRatios (runs, value, higherIsBetter = true) {
+  return runs.map((list) => {
+    const ratios = list.map((run, r) => higherIsBetter ? value(run) / value(runs[1][r]) : value(runs[1][r]) / value(run))
+    return { ratios, median: median(ratios), q1: quantile(ratios, 0.25), q3: quantile(ratios, 0.75) }
+  })
+}
+
+function quantile (values, q) {
+  const sorted = [...values].sort((a, b) => a - b)
+  const pos = (sorted.length - 1) * q
+  const lo = Math.floor(pos)
+  return sorted[lo] + (sorted[Math.min(lo + 1, sorted.length - 1)] - sorted[lo]) * (pos - lo)
+}
+
 function loadAverage () {
   return os.loadavg().map((l) => l.toFixed(2)).join(' ')
 }
@@ -245,30 +319,35 @@ async function check (scenario, side, server) {
 async function runRequests (scenario, servers) {
   const connections = scenario.connections ?? config.connections
   for (const server of servers) await cannon(server.port, scenario.request, config.warmup, connections)
-  const runs = servers.map(() => [])
-  for (let round = 0; round < config.rounds; round++) {
-    for (const [i, server] of servers.entries()) {
-      const cpuBefore = await server.cpuMicros()
-      const result = await cannon(server.port, scenario.request, config.duration, connections)
-      const cpu = await server.cpuMicros() - cpuBefore
-      if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
-        throw new Error(`${server.label}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses`)
-      }
-      const requests = result.requests.total
-      runs[i].push({
-        rps: requests / result.duration,
-        cpuPerRequest: cpu / requests,
-        cpuShare: cpu / 1e6 / result.duration,
-        latencyP50: result.latency.p50
-      })
+  const runs = await alternate(servers, async (server) => {
+    const cpuBefore = await server.cpuMicros()
+    const ticks = machineTicks()
+    const result = await cannon(server.port, scenario.request, config.duration, connections)
+    const machine = machineShare(ticks, machineTicks())
+    const cpu = await server.cpuMicros() - cpuBefore
+    if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+      throw new Error(`${server.label}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses`)
     }
-  }
-  return runs.map((list) => ({
+    const requests = result.requests.total
+    return {
+      rps: requests / result.duration,
+      cpuPerRequest: cpu / requests,
+      cpuShare: cpu / 1e6 / result.duration,
+      machine,
+      latencyP50: result.latency.p50
+    }
+  })
+  const rpsPairs = pairedRatios(runs, (r) => r.rps)
+  const cpuPairs = pairedRatios(runs, (r) => r.cpuPerRequest, false)
+  return runs.map((list, i) => ({
     runs: list,
     rps: median(list.map((r) => r.rps)),
     spread: spread(list.map((r) => r.rps)),
+    paired: rpsPairs[i],
+    cpuPaired: cpuPairs[i],
     cpuPerRequest: median(list.map((r) => r.cpuPerRequest)),
     cpuShare: median(list.map((r) => r.cpuShare)),
+    machine: list[0].machine === null ? null : median(list.map((r) => r.machine)),
     latencyP50: median(list.map((r) => r.latencyP50))
   }))
 }
@@ -276,7 +355,6 @@ async function runRequests (scenario, servers) {
 async function runUploads (scenario, servers) {
   const spec = scenario.upload
   const headers = { 'content-digest': spec.field() }
-  const runs = servers.map(() => [])
   const one = async (server) => {
     await server.ask('reset-peak')
     const cpuBefore = await server.cpuMicros()
@@ -287,29 +365,33 @@ async function runUploads (scenario, servers) {
     return { res, cpu, memory }
   }
   for (const server of servers) await one(server) // warm-up
-  for (let round = 0; round < config.rounds; round++) {
-    for (const [i, server] of servers.entries()) {
-      for (let u = 0; u < config.uploads; u++) {
-        const { res, cpu, memory } = await one(server)
-        const kernelGrowth = memory.kernelPeak === null ? null : memory.kernelPeak - memory.baseline
-        runs[i].push({
-          mibps: spec.bytes / MiB / res.seconds,
-          cpuPerMiB: cpu / (spec.bytes / MiB),
-          cpuShare: cpu / 1e6 / res.seconds,
-          growth: Math.max(memory.peak - memory.baseline, kernelGrowth ?? 0),
-          sampledGrowth: memory.peak - memory.baseline,
-          kernelGrowth,
-          peak: Math.max(memory.peak, memory.kernelPeak ?? 0)
-        })
-      }
+  const runs = await alternate(servers, async (server) => {
+    const ticks = machineTicks()
+    const { res, cpu, memory } = await one(server)
+    const machine = machineShare(ticks, machineTicks())
+    const kernelGrowth = memory.kernelPeak === null ? null : memory.kernelPeak - memory.baseline
+    return {
+      mibps: spec.bytes / MiB / res.seconds,
+      cpuPerMiB: cpu / (spec.bytes / MiB),
+      cpuShare: cpu / 1e6 / res.seconds,
+      machine,
+      growth: Math.max(memory.peak - memory.baseline, kernelGrowth ?? 0),
+      sampledGrowth: memory.peak - memory.baseline,
+      kernelGrowth,
+      peak: Math.max(memory.peak, memory.kernelPeak ?? 0)
     }
-  }
-  return runs.map((list) => ({
+  })
+  const pairs = pairedRatios(runs, (r) => r.mibps)
+  const cpuPairs = pairedRatios(runs, (r) => r.cpuPerMiB, false)
+  return runs.map((list, i) => ({
     runs: list,
     mibps: median(list.map((r) => r.mibps)),
     spread: spread(list.map((r) => r.mibps)),
+    paired: pairs[i],
+    cpuPaired: cpuPairs[i],
     cpuPerMiB: median(list.map((r) => r.cpuPerMiB)),
     cpuShare: median(list.map((r) => r.cpuShare)),
+    machine: list[0].machine === null ? null : median(list.map((r) => r.machine)),
     maxGrowth: Math.max(...list.map((r) => r.growth)),
     medianGrowth: median(list.map((r) => r.growth)),
     peak: Math.max(...list.map((r) => r.peak))
@@ -361,16 +443,17 @@ function evaluate ({ scenario, hashes, sides }) {
   const hashCpu = hashes.reduce((sum, h) => sum + h.cpuMicros, 0)
   const whom = scenario.sides[1].label
   if (scenario.kind === 'upload') {
-    const ratio = subject.mibps / base.mibps
+    // The median of the per-round ratios (see pairedRatios).
+    const ratio = subject.paired.median
     const hashMibps = (hashes[0].bytes / MiB) / (hashes[0].wallMicros / 1e6)
     const estimate = 1 / (1 + base.mibps / hashMibps)
     const growthMiB = subject.maxGrowth / MiB
-    const cpuRatio = base.cpuPerMiB / subject.cpuPerMiB
+    const cpuRatio = subject.cpuPaired.median
     return {
       ratio,
       cpuRatio,
       refIndex,
-      ideal: ref === null ? estimate : ref.mibps / base.mibps,
+      ideal: ref === null ? estimate : ref.paired.median,
       measuredIdeal: ref !== null,
       estimate,
       hashMibps,
@@ -379,24 +462,25 @@ function evaluate ({ scenario, hashes, sides }) {
           text: `throughput ≥ ${budget.min} of ${whom} (unverified)`,
           value: ratio.toFixed(3),
           pass: ratio >= budget.min,
-          aside: `${cpuRatio.toFixed(3)}; bare + sha-256 by hand: ${ref === null ? '-' : (ref.mibps / base.mibps).toFixed(3)}`
+          aside: `${cpuRatio.toFixed(3)}; bare + sha-256 by hand: ${ref === null ? '-' : ref.paired.median.toFixed(3)}`
         },
         { text: `peak RSS growth < ${budget.maxGrowthMiB} MiB`, value: `${growthMiB.toFixed(1)} MiB`, pass: growthMiB < budget.maxGrowthMiB }
       ]
     }
   }
-  const ratio = subject.rps / base.rps
+  // The median of the per-round ratios (see pairedRatios).
+  const ratio = subject.paired.median
   // What the ratio would be if the server alone set the pace: with small
   // responses one autocannon process cannot keep a Fastify server busy, so
   // req/s flatters whichever side costs more.
-  const cpuRatio = base.cpuPerRequest / subject.cpuPerRequest
+  const cpuRatio = subject.cpuPaired.median
   // Estimated bare + hash: each request costs the baseline's time plus the hashing.
   const estimate = 1 / (1 + base.rps * hashWall / 1e6)
   const result = {
     ratio,
     cpuRatio,
     refIndex,
-    ideal: ref === null ? estimate : ref.rps / base.rps,
+    ideal: ref === null ? estimate : ref.paired.median,
     measuredIdeal: ref !== null,
     estimate,
     hashWall,
@@ -438,17 +522,24 @@ function table (rows, left = [0, 1]) {
   }).join('  ').trimEnd()).join('\n')
 }
 
-/** The ratio cells of side `i`: against the baseline, and (plugin only) against bare + hash. */
-function ratioCells (i, value, baseValue, e) {
-  if (i === 1) return ['1', '']
-  const ratio = (value / baseValue).toFixed(3)
-  if (i !== 0) return [ratio, '']
-  return [ratio, `${(e.ratio / e.ideal).toFixed(3)}${e.measuredIdeal ? '' : ' (est.)'}`]
+/**
+ * The ratio cells of side `i`: the median of its per-round ratios against
+ * the baseline with their quartiles, and (plugin only) against bare + hash.
+ */
+function ratioCells (i, s, e) {
+  if (i === 1) return ['1', '', '']
+  const cells = [s.paired.median.toFixed(3), `${s.paired.q1.toFixed(2)}–${s.paired.q3.toFixed(2)}`]
+  if (i !== 0) return [...cells, '']
+  return [...cells, `${(e.ratio / e.ideal).toFixed(3)}${e.measuredIdeal ? '' : ' (est.)'}`]
+}
+
+function share (x) {
+  return x === null ? '-' : `${(x * 100).toFixed(0)}%`
 }
 
 function report (results) {
-  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'CPU/req', 'p50 ms', 'vs base', 'vs bare+hash', 'CPU ratio']]
-  const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'vs bare+hash', 'CPU ratio']]
+  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'machine', 'CPU/req', 'p50 ms', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio']]
+  const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'machine', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio']]
   const hashRows = [['#', 'sha-256 over', 'wall', 'CPU']]
   const budgetRows = [['#', 'budget', 'measured', 'result', 'by server CPU / notes']]
   const notes = []
@@ -461,10 +552,10 @@ function report (results) {
       uploadRows.push([scenario.id, scenario.title])
       for (const [i, s] of sides.entries()) {
         uploadRows.push([
-          '', `  ${scenario.sides[i].label}`, s.mibps.toFixed(0), pct(s.spread), `${(s.cpuShare * 100).toFixed(0)}%`,
+          '', `  ${scenario.sides[i].label}`, s.mibps.toFixed(0), pct(s.spread), share(s.cpuShare), share(s.machine),
           (s.cpuPerMiB / 1000).toFixed(3), `${(s.maxGrowth / MiB).toFixed(1)} MiB`, `${(s.medianGrowth / MiB).toFixed(1)} MiB`,
-          `${(s.peak / MiB).toFixed(0)} MiB`, ...ratioCells(i, s.mibps, sides[1].mibps, e),
-          i === 1 ? '' : (sides[1].cpuPerMiB / s.cpuPerMiB).toFixed(3)
+          `${(s.peak / MiB).toFixed(0)} MiB`, ...ratioCells(i, s, e),
+          i === 1 ? '' : s.cpuPaired.median.toFixed(3)
         ])
       }
       notes.push(`S${scenario.id}: sha-256 alone streams at ${e.hashMibps.toFixed(0)} MiB/s in an idle process, so bare + hash ` +
@@ -474,9 +565,9 @@ function report (results) {
       rows.push([scenario.id, scenario.title])
       for (const [i, s] of sides.entries()) {
         rows.push([
-          '', `  ${scenario.sides[i].label}`, s.rps.toFixed(0), pct(s.spread), `${(s.cpuShare * 100).toFixed(0)}%`,
-          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), ...ratioCells(i, s.rps, sides[1].rps, e),
-          i === 1 ? '' : (sides[1].cpuPerRequest / s.cpuPerRequest).toFixed(3)
+          '', `  ${scenario.sides[i].label}`, s.rps.toFixed(0), pct(s.spread), share(s.cpuShare), share(s.machine),
+          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), ...ratioCells(i, s, e),
+          i === 1 ? '' : s.cpuPaired.median.toFixed(3)
         ])
       }
       if (e.hashWall > 0) {
@@ -521,7 +612,7 @@ function describeMachine () {
   }
   return {
     cpu: model,
-    cores: os.availableParallelism?.() ?? os.cpus().length,
+    cores: CORES,
     node: process.version,
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     fastify: version('fastify'),
@@ -534,11 +625,12 @@ async function main () {
   const selected = config.only === null ? scenarios : scenarios.filter((s) => config.only.includes(s.id))
   if (selected.length === 0) throw new Error(`no scenario matches BENCH_SCENARIOS=${process.env.BENCH_SCENARIOS}`)
   if (config.profile !== null) fs.mkdirSync(config.profile, { recursive: true })
+  pinned = config.pin && CORES >= 2 && pin(process.pid, '0')
   const machine = describeMachine()
   console.log(`fastify-digest-fields benchmarks: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, ` +
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
-  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up, sides alternating; ` +
-    `load average ${loadAverage()}`)
+  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up, sides alternating (A B, B A, ...); ` +
+    `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}`)
   const results = []
   for (const scenario of selected) {
     process.stdout.write(`  scenario ${scenario.id}: ${scenario.title} ... `)

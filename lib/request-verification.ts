@@ -524,6 +524,11 @@ export function installRequestVerification (fastify: FastifyInstance, _params: D
   return {
     onRoute (routeOptions: RouteOptions, params: DigestParams): void {
       if (params.verify === false) return
+      // A route that only answers bodyless methods never reads a body: one
+      // hook less on every request (the instance preParsing still records
+      // request.digestVerification).
+      const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
+      if (methods.every((m) => BODYLESS.has(m.toUpperCase()))) return
       // Pushed: compress unshifts its decompressor, so this runs after it in
       // either registration order (docs/fastify-behaviour.md §2.5).
       const hooks = routeOptions.preParsing

@@ -234,9 +234,14 @@ async function fileRepresentation (
   return true
 }
 
-async function representationStage (
+/**
+ * The representation stage. Synchronous for strings, Buffers and empty
+ * payloads (most responses: no promise, no extra microtask); a Promise for
+ * streams, whose file digests or HEAD hashing may have to be awaited.
+ */
+function representationStage (
   request: FastifyRequest, reply: FastifyReply, payload: Payload, state: ResponseState
-): Promise<Payload> {
+): Payload | Promise<Payload> {
   if (isResponse(payload)) {
     // Unwrap a fetch Response here, as fastify would later, so it can be hashed.
     reply.code(payload.status)
@@ -247,29 +252,33 @@ async function representationStage (
     payload = Readable.fromWeb(payload as import('node:stream/web').ReadableStream)
   }
   state.reprEncoding = reply.getHeader('content-encoding')
-  if (isNodeStream(payload)) {
-    // Held across the awaits of the file digests before anything listens to
-    // it: an early error (a file deleted before @fastify/send opened it) must
-    // not be an uncaught exception. Fastify still answers it: it reads a
-    // stream's error state when it takes the stream.
-    payload.on('error', ignoreError)
-    if (await fileRepresentation(request, reply, payload, state)) return payload
-    if (request.method === 'HEAD') return await hashHeadStream(payload, reply, state)
-    // Strict mode without Unencoded-Digest: the representation is whatever
-    // the content stage sees (coded or not); hash it there, once.
-    if (!identityNeeded(state.params)) return payload
-    // Hash the representation as it flows; the content algorithms ride along
-    // so an unchanged (uncompressed) stream is hashed once for both fields.
-    const hasher = new DigestTransform(union(state.reprNeeded, state.contentAlgs))
-    pipeline(payload, hasher, () => {})
-    state.reprStream = hasher
-    return hasher
-  }
+  if (isNodeStream(payload)) return streamRepresentation(request, reply, payload, state)
   if (typeof payload === 'string' || Buffer.isBuffer(payload)) state.reprPayload = payload
   // No payload: an empty representation, except for a HEAD, whose handler
   // need not produce one (the representation is then unknown).
   else if (request.method !== 'HEAD') state.reprPayload = ''
   return payload
+}
+
+async function streamRepresentation (
+  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState
+): Promise<Payload> {
+  // Held across the awaits of the file digests before anything listens to
+  // it: an early error (a file deleted before @fastify/send opened it) must
+  // not be an uncaught exception. Fastify still answers it: it reads a
+  // stream's error state when it takes the stream.
+  payload.on('error', ignoreError)
+  if (await fileRepresentation(request, reply, payload, state)) return payload
+  if (request.method === 'HEAD') return await hashHeadStream(payload, reply, state)
+  // Strict mode without Unencoded-Digest: the representation is whatever
+  // the content stage sees (coded or not); hash it there, once.
+  if (!identityNeeded(state.params)) return payload
+  // Hash the representation as it flows; the content algorithms ride along
+  // so an unchanged (uncompressed) stream is hashed once for both fields.
+  const hasher = new DigestTransform(union(state.reprNeeded, state.contentAlgs))
+  pipeline(payload, hasher, () => {})
+  state.reprStream = hasher
+  return hasher
 }
 
 function pick (digests: DigestResults | null, algs: readonly DigestAlgorithm[]): Array<[DigestAlgorithm, Buffer]> {
@@ -612,10 +621,13 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       else done(null, payload)
       return
     }
-    representationStage(request, reply, payload, state).then((p) => {
+    const next = (p: Payload): void => {
       if (notFound) contentStage(request, reply, p, done)
       else done(null, p)
-    }, done)
+    }
+    const out = representationStage(request, reply, payload, state)
+    if (out instanceof Promise) out.then(next, done)
+    else next(out)
   }
 
   fastify.addHook('onSend', digestRepresentation as onSendHookHandler)
