@@ -30,7 +30,7 @@
 //
 // Quick run while changing things: BENCH_DURATION=1 BENCH_ROUNDS=2 BENCH_WARMUP=1 npm run bench
 
-const { execFileSync, fork } = require('node:child_process')
+const { execFileSync, fork, spawn, spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const http = require('node:http')
 const os = require('node:os')
@@ -57,6 +57,13 @@ const config = {
 
 const CORES = os.availableParallelism?.() ?? os.cpus().length
 let pinned = false
+
+/** Whether `perf stat` can count instructions here (not on every virtual machine). */
+function perfCounts () {
+  const run = spawnSync('perf', ['stat', '-x', ',', '-e', 'instructions:u', 'true'], { encoding: 'utf8' })
+  return run.status === 0 && String(run.stderr).split('\n').some((l) => /^\d+,/.test(l) && l.includes('instructions'))
+}
+const perfWorks = process.env.BENCH_PERF !== '0' && perfCounts()
 
 /**
  * Pin a process, all its threads, to some cores with taskset (Linux). The
@@ -121,6 +128,29 @@ class Server {
   async cpuMicros () {
     const { cpu } = await this.ask('usage')
     return cpu.user + cpu.system
+  }
+
+  /**
+   * Count the instructions this server executes in user space (all its
+   * threads) from now until the returned function is called, which resolves
+   * with the count, or null where perf is missing or not allowed. Unlike
+   * time, the count barely depends on what else the machine is doing.
+   */
+  async countInstructions () {
+    if (!perfWorks) return async () => null
+    const perf = spawn('perf', ['stat', '-x', ',', '-e', 'instructions:u', '-p', String(this.child.pid)], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let report = ''
+    perf.stderr.on('data', (data) => { report += data })
+    const exited = new Promise((resolve) => perf.once('close', resolve))
+    // perf attaches asynchronously; the server is idle meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    return async () => {
+      perf.kill('SIGINT')
+      await exited
+      const line = report.split('\n').find((l) => l.includes('instructions'))
+      const count = line === undefined ? NaN : Number(line.split(',')[0])
+      return Number.isFinite(count) ? count : null
+    }
   }
 
   async close () {
@@ -320,11 +350,13 @@ async function runRequests (scenario, servers) {
   const connections = scenario.connections ?? config.connections
   for (const server of servers) await cannon(server.port, scenario.request, config.warmup, connections)
   const runs = await alternate(servers, async (server) => {
+    const stopCounting = await server.countInstructions()
     const cpuBefore = await server.cpuMicros()
     const ticks = machineTicks()
     const result = await cannon(server.port, scenario.request, config.duration, connections)
     const machine = machineShare(ticks, machineTicks())
     const cpu = await server.cpuMicros() - cpuBefore
+    const instructions = await stopCounting()
     if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
       throw new Error(`${server.label}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses`)
     }
@@ -334,17 +366,21 @@ async function runRequests (scenario, servers) {
       cpuPerRequest: cpu / requests,
       cpuShare: cpu / 1e6 / result.duration,
       machine,
+      instructionsPerRequest: instructions === null ? null : instructions / requests,
       latencyP50: result.latency.p50
     }
   })
   const rpsPairs = pairedRatios(runs, (r) => r.rps)
   const cpuPairs = pairedRatios(runs, (r) => r.cpuPerRequest, false)
+  const insnPairs = runs[0][0].instructionsPerRequest === null ? null : pairedRatios(runs, (r) => r.instructionsPerRequest, false)
   return runs.map((list, i) => ({
     runs: list,
     rps: median(list.map((r) => r.rps)),
     spread: spread(list.map((r) => r.rps)),
     paired: rpsPairs[i],
     cpuPaired: cpuPairs[i],
+    insnPaired: insnPairs?.[i] ?? null,
+    instructionsPerRequest: insnPairs === null ? null : median(list.map((r) => r.instructionsPerRequest)),
     cpuPerRequest: median(list.map((r) => r.cpuPerRequest)),
     cpuShare: median(list.map((r) => r.cpuShare)),
     machine: list[0].machine === null ? null : median(list.map((r) => r.machine)),
@@ -366,15 +402,18 @@ async function runUploads (scenario, servers) {
   }
   for (const server of servers) await one(server) // warm-up
   const runs = await alternate(servers, async (server) => {
+    const stopCounting = await server.countInstructions()
     const ticks = machineTicks()
     const { res, cpu, memory } = await one(server)
     const machine = machineShare(ticks, machineTicks())
+    const instructions = await stopCounting()
     const kernelGrowth = memory.kernelPeak === null ? null : memory.kernelPeak - memory.baseline
     return {
       mibps: spec.bytes / MiB / res.seconds,
       cpuPerMiB: cpu / (spec.bytes / MiB),
       cpuShare: cpu / 1e6 / res.seconds,
       machine,
+      instructionsPerMiB: instructions === null ? null : instructions / (spec.bytes / MiB),
       growth: Math.max(memory.peak - memory.baseline, kernelGrowth ?? 0),
       sampledGrowth: memory.peak - memory.baseline,
       kernelGrowth,
@@ -383,12 +422,15 @@ async function runUploads (scenario, servers) {
   })
   const pairs = pairedRatios(runs, (r) => r.mibps)
   const cpuPairs = pairedRatios(runs, (r) => r.cpuPerMiB, false)
+  const insnPairs = runs[0][0].instructionsPerMiB === null ? null : pairedRatios(runs, (r) => r.instructionsPerMiB, false)
   return runs.map((list, i) => ({
     runs: list,
     mibps: median(list.map((r) => r.mibps)),
     spread: spread(list.map((r) => r.mibps)),
     paired: pairs[i],
     cpuPaired: cpuPairs[i],
+    insnPaired: insnPairs?.[i] ?? null,
+    instructionsPerMiB: insnPairs === null ? null : median(list.map((r) => r.instructionsPerMiB)),
     cpuPerMiB: median(list.map((r) => r.cpuPerMiB)),
     cpuShare: median(list.map((r) => r.cpuShare)),
     machine: list[0].machine === null ? null : median(list.map((r) => r.machine)),
@@ -434,6 +476,11 @@ function sizeLabel (bytes) {
  * by hand. Without that side, "bare + hash" is estimated from the sha-256
  * timings taken in the plugin's server process while it was idle.
  */
+/** ", instructions 0.912": a side's instruction ratio against the baseline, where counted. */
+function insnText (side) {
+  return side.insnPaired === null ? '' : `, instructions ${side.insnPaired.median.toFixed(3)}`
+}
+
 function evaluate ({ scenario, hashes, sides }) {
   const [subject, base] = sides
   const refIndex = scenario.sides.findIndex((s) => s.key === 'hash')
@@ -462,7 +509,7 @@ function evaluate ({ scenario, hashes, sides }) {
           text: `throughput ≥ ${budget.min} of ${whom} (unverified)`,
           value: ratio.toFixed(3),
           pass: ratio >= budget.min,
-          aside: `${cpuRatio.toFixed(3)}; bare + sha-256 by hand: ${ref === null ? '-' : ref.paired.median.toFixed(3)}`
+          aside: `CPU ${cpuRatio.toFixed(3)}${insnText(subject)}; bare + sha-256 by hand: ${ref === null ? '-' : ref.paired.median.toFixed(3)}${ref === null ? '' : insnText(ref)}`
         },
         { text: `peak RSS growth < ${budget.maxGrowthMiB} MiB`, value: `${growthMiB.toFixed(1)} MiB`, pass: growthMiB < budget.maxGrowthMiB }
       ]
@@ -495,7 +542,8 @@ function evaluate ({ scenario, hashes, sides }) {
       text: `req/s ≥ ${budget.min} of ${whom}`,
       value: ratio.toFixed(3),
       pass: ratio >= budget.min,
-      aside: `${cpuRatio.toFixed(3)}${cpuRatio >= budget.min ? '' : ' (below)'}`
+      aside: `CPU ${cpuRatio.toFixed(3)}${cpuRatio >= budget.min ? '' : ' (below)'}${insnText(subject)}` +
+        (ref === null ? '' : `; bare + sha-256 by hand: ${ref.paired.median.toFixed(3)}${insnText(ref)}`)
     }]
   } else {
     // The time the plugin adds to a request, against one sha-256 pass over
@@ -538,10 +586,10 @@ function share (x) {
 }
 
 function report (results) {
-  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'machine', 'CPU/req', 'p50 ms', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio']]
-  const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'machine', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio']]
+  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'machine', 'CPU/req', 'p50 ms', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'k insn/req', 'insn ratio']]
+  const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'machine', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'M insn/MiB', 'insn ratio']]
   const hashRows = [['#', 'sha-256 over', 'wall', 'CPU']]
-  const budgetRows = [['#', 'budget', 'measured', 'result', 'by server CPU / notes']]
+  const budgetRows = [['#', 'budget', 'measured', 'result', 'server CPU and instruction ratios / notes']]
   const notes = []
   let failed = 0
   for (const result of results) {
@@ -555,7 +603,9 @@ function report (results) {
           '', `  ${scenario.sides[i].label}`, s.mibps.toFixed(0), pct(s.spread), share(s.cpuShare), share(s.machine),
           (s.cpuPerMiB / 1000).toFixed(3), `${(s.maxGrowth / MiB).toFixed(1)} MiB`, `${(s.medianGrowth / MiB).toFixed(1)} MiB`,
           `${(s.peak / MiB).toFixed(0)} MiB`, ...ratioCells(i, s, e),
-          i === 1 ? '' : s.cpuPaired.median.toFixed(3)
+          i === 1 ? '' : s.cpuPaired.median.toFixed(3),
+          s.instructionsPerMiB === null ? '-' : (s.instructionsPerMiB / 1e6).toFixed(1),
+          i === 1 || s.insnPaired === null ? '' : s.insnPaired.median.toFixed(3)
         ])
       }
       notes.push(`S${scenario.id}: sha-256 alone streams at ${e.hashMibps.toFixed(0)} MiB/s in an idle process, so bare + hash ` +
@@ -567,7 +617,9 @@ function report (results) {
         rows.push([
           '', `  ${scenario.sides[i].label}`, s.rps.toFixed(0), pct(s.spread), share(s.cpuShare), share(s.machine),
           fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), ...ratioCells(i, s, e),
-          i === 1 ? '' : s.cpuPaired.median.toFixed(3)
+          i === 1 ? '' : s.cpuPaired.median.toFixed(3),
+          s.instructionsPerRequest === null ? '-' : (s.instructionsPerRequest / 1e3).toFixed(1),
+          i === 1 || s.insnPaired === null ? '' : s.insnPaired.median.toFixed(3)
         ])
       }
       if (e.hashWall > 0) {
