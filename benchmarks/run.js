@@ -22,6 +22,8 @@
 //   BENCH_CONNECTIONS  autocannon connections, for scenarios that do not set theirs (10)
 //   BENCH_SCENARIOS    which scenarios, e.g. "1,2,4s" (all)
 //   BENCH_UPLOAD_MIB   size of scenario 6's upload (256)
+//   BENCH_PROCESSES    server processes per side, used in turn by the rounds (3)
+//   BENCH_PERF         0: do not count instructions with perf stat
 //   BENCH_PIN          1 (default where taskset exists and there are 2+ cores): the runner on
 //                      the first core, the servers on the others; 0: let the OS place them
 //   BENCH_PROFILE      1 or a directory: servers run with --cpu-prof (profiles in the OS temp dir for 1)
@@ -52,7 +54,8 @@ const config = {
     ? (process.env.BENCH_PROFILE === '1' ? path.join(os.tmpdir(), 'fastify-digest-fields-profiles') : path.resolve(process.env.BENCH_PROFILE))
     : null,
   json: process.env.BENCH_JSON || null,
-  pin: process.env.BENCH_PIN !== '0'
+  pin: process.env.BENCH_PIN !== '0',
+  processes: numberFromEnv('BENCH_PROCESSES', 3)
 }
 
 const CORES = os.availableParallelism?.() ?? os.cpus().length
@@ -84,11 +87,11 @@ function pin (pid, cpus) {
 // Server processes
 
 class Server {
-  constructor (scenario, side) {
-    this.label = `${scenario.id}/${side.key}`
+  constructor (scenario, side, copy) {
+    this.label = `${scenario.id}/${side.key}#${copy + 1}`
     const execArgv = []
     if (config.profile !== null) {
-      execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}.cpuprofile`)
+      execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}-${copy + 1}.cpuprofile`)
     }
     // Lets the server collect garbage before taking its memory baseline.
     if (scenario.kind === 'upload') execArgv.push('--expose-gc')
@@ -286,14 +289,15 @@ function machineShare (before, after) {
 /**
  * Rounds of alternating runs: A, B, C, then C, B, A, and so on, so that a
  * drift of the machine's speed during a round weighs on all sides alike.
- * `runs[i][r]` is side i's run in round r.
+ * `sides[i]` is side i's server processes; round r uses process r mod n of
+ * each side. `runs[i][r]` is side i's run in round r.
  */
-async function alternate (servers, once) {
-  const runs = servers.map(() => [])
+async function alternate (sides, once) {
+  const runs = sides.map(() => [])
   for (let round = 0; round < config.rounds; round++) {
-    const order = [...servers.keys()]
+    const order = [...sides.keys()]
     if (round % 2 === 1) order.reverse()
-    for (const i of order) runs[i][round] = await once(servers[i])
+    for (const i of order) runs[i][round] = await once(sides[i][round % sides[i].length])
   }
   return runs
 }
@@ -348,7 +352,7 @@ async function check (scenario, side, server) {
 
 async function runRequests (scenario, servers) {
   const connections = scenario.connections ?? config.connections
-  for (const server of servers) await cannon(server.port, scenario.request, config.warmup, connections)
+  for (const server of servers.flat()) await cannon(server.port, scenario.request, config.warmup, connections)
   const runs = await alternate(servers, async (server) => {
     const stopCounting = await server.countInstructions()
     const cpuBefore = await server.cpuMicros()
@@ -400,7 +404,7 @@ async function runUploads (scenario, servers) {
     if (res.status !== 200) throw new Error(`${server.label}: status ${res.status}`)
     return { res, cpu, memory }
   }
-  for (const server of servers) await one(server) // warm-up
+  for (const server of servers.flat()) await one(server) // warm-up
   const runs = await alternate(servers, async (server) => {
     const stopCounting = await server.countInstructions()
     const ticks = machineTicks()
@@ -441,17 +445,23 @@ async function runUploads (scenario, servers) {
 }
 
 async function runScenario (scenario) {
-  const servers = scenario.sides.map((side) => new Server(scenario, side))
+  // Several processes per side (BENCH_PROCESSES): the same server code can
+  // settle into a faster or slower state from one process to the next (see
+  // BENCHMARKS.md), so no side is judged on one process only.
+  const servers = scenario.sides.map((side) => Array.from({ length: config.processes }, (_, copy) => new Server(scenario, side, copy)))
+  const all = servers.flat()
   try {
-    await Promise.all(servers.map((s) => s.ready))
+    await Promise.all(all.map((s) => s.ready))
     const info = {}
-    for (const [i, side] of scenario.sides.entries()) Object.assign(info, await check(scenario, side, servers[i]))
-    const hashes = (await servers[0].ask('hash', { specs: scenario.hashes(info) })).results
+    for (const [i, side] of scenario.sides.entries()) {
+      for (const server of servers[i]) Object.assign(info, await check(scenario, side, server))
+    }
+    const hashes = (await servers[0][0].ask('hash', { specs: scenario.hashes(info) })).results
     const loadBefore = loadAverage()
     const sides = scenario.kind === 'upload' ? await runUploads(scenario, servers) : await runRequests(scenario, servers)
     return { scenario, info, hashes, sides, load: [loadBefore, loadAverage()] }
   } finally {
-    await Promise.all(servers.map((s) => s.close()))
+    await Promise.all(all.map((s) => s.close()))
   }
 }
 
@@ -681,7 +691,8 @@ async function main () {
   const machine = describeMachine()
   console.log(`fastify-digest-fields benchmarks: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, ` +
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
-  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up, sides alternating (A B, B A, ...); ` +
+  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up, sides alternating (A B, B A, ...), ` +
+    `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
     `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}`)
   const results = []
   for (const scenario of selected) {
