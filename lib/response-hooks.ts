@@ -320,6 +320,18 @@ function setField (reply: FastifyReply, name: string, entries: Array<[DigestAlgo
   if (entries.length > 0) reply.header(name, serializeDigestField(entries, { strict }))
 }
 
+/** A field value with the digests of `algs` found in `digests`, or null when there is none. */
+function fieldValue (digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean): string | null {
+  const entries = pick(digests, algs)
+  return entries.length === 0 ? null : serializeDigestField(entries, { strict })
+}
+
+function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgorithm[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
 /** 406 Not Acceptable: the client's Repr-Digest names another representation. */
 function notAcceptable (reply: FastifyReply, state: ResponseState, repr: DigestResults): string {
   const alg = conditionalAlgorithm(state.params)
@@ -419,8 +431,13 @@ function finish (
   const { params } = state
   const repr = reprDigests(reply, wholeOf(reply, state, content, identity, notFull), state.reprNeeded)
   if (conditionalFails(reply, state, repr)) return notAcceptable(reply, state, repr as DigestResults)
-  setField(reply, 'content-digest', pick(content, state.contentAlgs), params.strict)
-  setField(reply, 'repr-digest', pick(repr, state.reprAlgs), params.strict)
+  const contentValue = fieldValue(content, state.contentAlgs, params.strict)
+  if (contentValue !== null) reply.header('content-digest', contentValue)
+  // Usually both fields carry the same digests of the same bytes: one value.
+  const reprValue = repr === content && sameList(state.reprAlgs, state.contentAlgs)
+    ? contentValue
+    : fieldValue(repr, state.reprAlgs, params.strict)
+  if (reprValue !== null) reply.header('repr-digest', reprValue)
   if (params.unencodedDigest && state.reprAlgs.length > 0) {
     setField(reply, 'unencoded-digest', pick(reprDigests(reply, identity, state.reprAlgs), state.reprAlgs), true)
   }
