@@ -316,14 +316,18 @@ function conditionalFails (reply: FastifyReply, state: ResponseState, repr: Dige
   return false
 }
 
-function setField (reply: FastifyReply, name: string, entries: Array<[DigestAlgorithm, Buffer]>, strict: boolean): void {
-  if (entries.length > 0) reply.header(name, serializeDigestField(entries, { strict }))
-}
-
 /** A field value with the digests of `algs` found in `digests`, or null when there is none. */
 function fieldValue (digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean): string | null {
   const entries = pick(digests, algs)
   return entries.length === 0 ? null : serializeDigestField(entries, { strict })
+}
+
+/** Set field `name` to the digests of `algs` found in `digests`, if any. */
+function setField (
+  reply: FastifyReply, name: string, digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean
+): void {
+  const value = fieldValue(digests, algs, strict)
+  if (value !== null) reply.header(name, value)
 }
 
 function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgorithm[]): boolean {
@@ -339,7 +343,7 @@ function notAcceptable (reply: FastifyReply, state: ResponseState, repr: DigestR
   for (const h of ['content-encoding', 'content-type', 'content-length', 'content-range', 'content-digest', 'unencoded-digest']) {
     reply.removeHeader(h)
   }
-  setField(reply, 'repr-digest', pick(repr, [alg]), state.params.strict)
+  setField(reply, 'repr-digest', repr, [alg], state.params.strict)
   return ''
 }
 
@@ -439,7 +443,7 @@ function finish (
     : fieldValue(repr, state.reprAlgs, params.strict)
   if (reprValue !== null) reply.header('repr-digest', reprValue)
   if (params.unencodedDigest && state.reprAlgs.length > 0) {
-    setField(reply, 'unencoded-digest', pick(reprDigests(reply, identity, state.reprAlgs), state.reprAlgs), true)
+    setField(reply, 'unencoded-digest', reprDigests(reply, identity, state.reprAlgs), state.reprAlgs, true)
   }
   return payload
 }
@@ -496,7 +500,7 @@ async function streamedContent (
     trailer(reply, 'content-digest', state.contentAlgs, strict, () => hasher.digests)
     if (state.file !== null && (!strict || partial)) {
       // A file's representation digest is known before any byte is sent.
-      setField(reply, 'repr-digest', pick(reprDigests(reply, wholeOf(reply, state, null, state.repr, partial), state.reprAlgs), state.reprAlgs), strict)
+      setField(reply, 'repr-digest', reprDigests(reply, wholeOf(reply, state, null, state.repr, partial), state.reprAlgs), state.reprAlgs, strict)
     } else {
       trailer(reply, 'repr-digest', state.reprAlgs, strict, (r) =>
         reprDigests(r, strict && !partial ? hasher.digests : identityOf(), state.reprAlgs))
@@ -602,7 +606,7 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   }
   if (noContentStatus(reply.statusCode)) {
     // No content: no Content-Digest; Repr-Digest only when the route declared it.
-    setField(reply, 'repr-digest', pick(getDeclared(reply), state.reprAlgs), state.params.strict)
+    setField(reply, 'repr-digest', getDeclared(reply), state.reprAlgs, state.params.strict)
     done(null, payload)
     return
   }
