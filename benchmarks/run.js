@@ -350,6 +350,31 @@ async function check (scenario, side, server) {
   return info
 }
 
+/**
+ * Each side's summary of its runs: medians of the throughput `rate` (higher
+ * is better), of the CPU `cost` and instructions `insn` per unit (null when
+ * not counted), their paired ratios against the baseline, and `extra(list)`.
+ */
+function summarize (runs, { rate, cost, insn }, extra) {
+  const medianOf = (list, key) => median(list.map((r) => r[key]))
+  const pairs = pairedRatios(runs, (r) => r[rate])
+  const cpuPairs = pairedRatios(runs, (r) => r[cost], false)
+  const insnPairs = runs[0][0][insn] === null ? null : pairedRatios(runs, (r) => r[insn], false)
+  return runs.map((list, i) => ({
+    runs: list,
+    [rate]: medianOf(list, rate),
+    spread: spread(list.map((r) => r[rate])),
+    paired: pairs[i],
+    cpuPaired: cpuPairs[i],
+    insnPaired: insnPairs?.[i] ?? null,
+    [insn]: insnPairs === null ? null : medianOf(list, insn),
+    [cost]: medianOf(list, cost),
+    cpuShare: medianOf(list, 'cpuShare'),
+    machine: list[0].machine === null ? null : medianOf(list, 'machine'),
+    ...extra(list)
+  }))
+}
+
 async function runRequests (scenario, servers) {
   const connections = scenario.connections ?? config.connections
   for (const server of servers.flat()) await cannon(server.port, scenario.request, config.warmup, connections)
@@ -374,20 +399,7 @@ async function runRequests (scenario, servers) {
       latencyP50: result.latency.p50
     }
   })
-  const rpsPairs = pairedRatios(runs, (r) => r.rps)
-  const cpuPairs = pairedRatios(runs, (r) => r.cpuPerRequest, false)
-  const insnPairs = runs[0][0].instructionsPerRequest === null ? null : pairedRatios(runs, (r) => r.instructionsPerRequest, false)
-  return runs.map((list, i) => ({
-    runs: list,
-    rps: median(list.map((r) => r.rps)),
-    spread: spread(list.map((r) => r.rps)),
-    paired: rpsPairs[i],
-    cpuPaired: cpuPairs[i],
-    insnPaired: insnPairs?.[i] ?? null,
-    instructionsPerRequest: insnPairs === null ? null : median(list.map((r) => r.instructionsPerRequest)),
-    cpuPerRequest: median(list.map((r) => r.cpuPerRequest)),
-    cpuShare: median(list.map((r) => r.cpuShare)),
-    machine: list[0].machine === null ? null : median(list.map((r) => r.machine)),
+  return summarize(runs, { rate: 'rps', cost: 'cpuPerRequest', insn: 'instructionsPerRequest' }, (list) => ({
     latencyP50: median(list.map((r) => r.latencyP50))
   }))
 }
@@ -424,20 +436,7 @@ async function runUploads (scenario, servers) {
       peak: Math.max(memory.peak, memory.kernelPeak ?? 0)
     }
   })
-  const pairs = pairedRatios(runs, (r) => r.mibps)
-  const cpuPairs = pairedRatios(runs, (r) => r.cpuPerMiB, false)
-  const insnPairs = runs[0][0].instructionsPerMiB === null ? null : pairedRatios(runs, (r) => r.instructionsPerMiB, false)
-  return runs.map((list, i) => ({
-    runs: list,
-    mibps: median(list.map((r) => r.mibps)),
-    spread: spread(list.map((r) => r.mibps)),
-    paired: pairs[i],
-    cpuPaired: cpuPairs[i],
-    insnPaired: insnPairs?.[i] ?? null,
-    instructionsPerMiB: insnPairs === null ? null : median(list.map((r) => r.instructionsPerMiB)),
-    cpuPerMiB: median(list.map((r) => r.cpuPerMiB)),
-    cpuShare: median(list.map((r) => r.cpuShare)),
-    machine: list[0].machine === null ? null : median(list.map((r) => r.machine)),
+  return summarize(runs, { rate: 'mibps', cost: 'cpuPerMiB', insn: 'instructionsPerMiB' }, (list) => ({
     maxGrowth: Math.max(...list.map((r) => r.growth)),
     medianGrowth: median(list.map((r) => r.growth)),
     peak: Math.max(...list.map((r) => r.peak))
