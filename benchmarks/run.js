@@ -1,5 +1,8 @@
 'use strict'
 
+// First: the runner, like each server, starts with the same nextTick feedback (see tick-maps.js).
+require('./tick-maps')
+
 // `npm run bench`: what fastify-digest-fields costs against bare Fastify.
 //
 // The runner is the client only. Every side of every scenario is a Fastify

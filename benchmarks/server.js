@@ -1,5 +1,8 @@
 'use strict'
 
+// First: every benchmark process starts with the same nextTick feedback (see tick-maps.js).
+require('./tick-maps')
+
 // One side of one scenario: a Fastify server listening on 127.0.0.1, in its
 // own process, started by run.js with child_process.fork(). It talks to the
 // runner over IPC only: 'ready' with its port, then answers requests for its
