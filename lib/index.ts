@@ -26,7 +26,6 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     return
   }
 
-  fastify.decorateRequest('digestVerification', null)
   fastify.decorateReply(kDeclared as unknown as string, null)
   fastify.decorateReply('setReprDigest', setReprDigest)
 

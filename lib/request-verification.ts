@@ -37,7 +37,7 @@ import type { Readable } from 'node:stream'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap, DigestVerification, FieldVerification } from '../types/index'
 import type { DigestParams, RouteHookInstaller } from './options'
-import { kRequestState, kRouteParams } from './symbols'
+import { kRequestState, kRouteParams, kVerification } from './symbols'
 import { parseDigestField, parseLegacyDigest } from './fields'
 import { usableAlgorithms, verifyDigests } from './verification'
 import { wantAdvertisement } from './negotiation'
@@ -102,6 +102,7 @@ interface RequestState {
 }
 
 type StateHolder = Record<symbol, RequestState | null>
+type VerificationHolder = Record<symbol, DigestVerification | null>
 type ParamsHolder = Record<symbol, DigestParams | undefined>
 
 // Methods whose body fastify never reads (it runs the handler straight away).
@@ -198,7 +199,32 @@ function sendFailure (reply: FastifyReply, failure: Failure): void {
 // Claims and results
 
 function setVerification (request: FastifyRequest, verification: DigestVerification): void {
-  request.digestVerification = verification
+  (request as unknown as VerificationHolder)[kVerification] = verification
+}
+
+/**
+ * request.digestVerification where the verifier never runs: routes without
+ * digests (null), `verify: false` ('disabled'), and bodyless methods, whose
+ * bodies fastify never reads ('no-body' or 'unread'). Worked out when read,
+ * so that these requests, most of them GETs, cost nothing here.
+ */
+function defaultVerification (request: FastifyRequest): DigestVerification | null {
+  const params = routeParams(request)
+  if (params === undefined) return null
+  if (params.verify === false) return { verified: false, reason: 'disabled', fields: [] }
+  if (BODYLESS.has(request.method)) {
+    // A Repr-Digest on a GET is the conditional of DESIGN.md §2, not a claim about content.
+    return { verified: false, reason: hasContent(request.headers) ? 'unread' : 'no-body', fields: [] }
+  }
+  return null
+}
+
+function getVerification (this: FastifyRequest): DigestVerification | null {
+  return (this as unknown as VerificationHolder)[kVerification] ?? defaultVerification(this)
+}
+
+function putVerification (this: FastifyRequest, value: DigestVerification | null): void {
+  (this as unknown as VerificationHolder)[kVerification] = value
 }
 
 function summarize (fields: FieldVerification[], emptyReason: 'no-digest' | 'no-body'): DigestVerification {
@@ -314,25 +340,18 @@ function finish (request: FastifyRequest, state: RequestState, callback: (err?: 
 // Hooks
 
 function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, stream?: Readable) => void): void {
-  const params = routeParams(request)
-  if (params === undefined) {
+  // Nothing to check (request.digestVerification says why: defaultVerification).
+  if (BODYLESS.has(request.method)) {
     done(null, payload)
     return
   }
-  if (params.verify === false) {
-    setVerification(request, { verified: false, reason: 'disabled', fields: [] })
+  const params = routeParams(request)
+  if (params === undefined || params.verify === false) {
     done(null, payload)
     return
   }
   const headers = request.headers
   const content = hasContent(headers)
-  if (BODYLESS.has(request.method)) {
-    // fastify never reads these bodies; a Repr-Digest here is the conditional
-    // of DESIGN.md §2, not a claim about content.
-    setVerification(request, { verified: false, reason: content ? 'unread' : 'no-body', fields: [] })
-    done(null, payload)
-    return
-  }
 
   const coding = params.strict ? null : contentCoding(headers['content-encoding'])
   let claims: Claim[]
@@ -518,6 +537,8 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
 
 export function installRequestVerification (fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {
   fastify.decorateRequest(kRequestState as unknown as string, null)
+  fastify.decorateRequest(kVerification as unknown as string, null)
+  fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
   fastify.addHook('preParsing', onPreParsing)
   fastify.addHook('preValidation', onPreValidation)
   fastify.addHook('onSend', onSend)
@@ -525,8 +546,8 @@ export function installRequestVerification (fastify: FastifyInstance, _params: D
     onRoute (routeOptions: RouteOptions, params: DigestParams): void {
       if (params.verify === false) return
       // A route that only answers bodyless methods never reads a body: one
-      // hook less on every request (the instance preParsing still records
-      // request.digestVerification).
+      // hook less on every request (its request.digestVerification is
+      // worked out when read: defaultVerification).
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (methods.every((m) => BODYLESS.has(m.toUpperCase()))) return
       // Pushed: compress unshifts its decompressor, so this runs after it in

@@ -6,6 +6,8 @@ export const kRouteParams = Symbol('fastify-digest-fields.routeParams')
 export const kResponseState = Symbol('fastify-digest-fields.responseState')
 /** Request decorator: per-request request-verification state. */
 export const kRequestState = Symbol('fastify-digest-fields.requestState')
+/** Request decorator: the request.digestVerification set by the verifier (null: worked out when read). */
+export const kVerification = Symbol('fastify-digest-fields.verification')
 /** Reply decorator: digests declared with reply.setReprDigest(). */
 export const kDeclared = Symbol('fastify-digest-fields.declared')
 /** Reply decorator: the file and stat recorded by staticHeaders (@fastify/static's setHeaders). */

@@ -390,6 +390,31 @@ test('verify per route: required on one route, false on another, off with digest
   t.equal((await app.inject({ method: 'POST', url: '/json', headers: wrong, payload: 'abc' })).statusCode, 400)
 })
 
+test('request.digestVerification before the body is looked at, and when the application sets it', async (t) => {
+  const app = await buildVerifyApp(t)
+  const early: unknown[] = []
+  app.post('/early', {
+    onRequest: (request, _reply, done) => {
+      early.push(request.digestVerification)
+      done()
+    }
+  }, async (request) => request.digestVerification)
+  const mine = { verified: true, fields: [] }
+  app.get('/assigned', {
+    onRequest: (request, _reply, done) => {
+      request.digestVerification = mine
+      done()
+    }
+  }, async (request) => request.digestVerification)
+  app.get('/plain', async (request) => request.digestVerification)
+
+  const res = await app.inject({ method: 'POST', url: '/early', headers: { 'content-type': 'text/plain', 'content-digest': sf('abc') }, payload: 'abc' })
+  t.same(early, [null], 'nothing known before preParsing')
+  t.same(res.json(), { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] })
+  t.same((await app.inject({ method: 'GET', url: '/assigned' })).json(), mine, 'an assigned value is kept')
+  t.same((await app.inject({ method: 'GET', url: '/plain' })).json(), { verified: false, reason: 'no-body', fields: [] })
+})
+
 test('verify: false globally checks nothing; a route can turn it on', async (t) => {
   const app = await buildVerifyApp(t, { verify: false })
   app.post('/checked', { digest: { verify: 'if-present' } }, async (request) => request.digestVerification)
