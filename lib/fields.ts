@@ -120,6 +120,14 @@ export function parseDigestField (
   return digests.size === 0 ? null : digests
 }
 
+/** One member of a digest field: `sha-256=:…:`, or `unixsum=6405` outside strict mode. */
+function digestMember (algorithm: DigestAlgorithm, octets: Buffer, strict: boolean): string {
+  const width = strict ? undefined : INTEGER_WIDTH.get(algorithm)
+  return width === octets.length
+    ? `${algorithm}=${octets.readUIntBE(0, width)}`
+    : `${algorithm}=:${octets.toString('base64')}:`
+}
+
 /**
  * Serialize digests as a Content-Digest / Repr-Digest value:
  * `sha-256=:…:, sha-512=:…:`. unixsum and unixcksum are bare Integers by
@@ -134,10 +142,29 @@ export function serializeDigestField (
   let out = ''
   for (const [algorithm, octets] of digests) {
     if (out !== '') out += ', '
-    const width = strict ? undefined : INTEGER_WIDTH.get(algorithm)
-    out += width === octets.length
-      ? `${algorithm}=${octets.readUIntBE(0, width)}`
-      : `${algorithm}=:${octets.toString('base64')}:`
+    out += digestMember(algorithm, octets, strict)
+  }
+  return out
+}
+
+/**
+ * serializeDigestField() of the members of `digests` named in `algorithms`,
+ * in that order, or null when none is there. The plugin's own path: no
+ * intermediate list.
+ */
+export function serializeSelected (
+  digests: ReadonlyMap<DigestAlgorithm, Buffer> | null,
+  algorithms: readonly DigestAlgorithm[],
+  strict: boolean
+): string | null {
+  if (digests === null) return null
+  let out: string | null = null
+  for (let i = 0; i < algorithms.length; i++) {
+    const algorithm = algorithms[i] as DigestAlgorithm
+    const octets = digests.get(algorithm)
+    if (octets === undefined) continue
+    const member = digestMember(algorithm, octets, strict)
+    out = out === null ? member : `${out}, ${member}`
   }
   return out
 }

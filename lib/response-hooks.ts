@@ -26,7 +26,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSen
 import type { DigestAlgorithm } from '../types/index'
 import type { DigestParams, RouteHookInstaller } from './options'
 import { selectAlgorithms } from './negotiation'
-import { parseDigestField, parseWantField, serializeDigestField } from './fields'
+import { parseDigestField, parseWantField, serializeSelected } from './fields'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
 import { getDeclared } from './declared'
 import { kResponseState, kRouteParams, kStaticFile } from './symbols'
@@ -85,11 +85,15 @@ function getParams (request: FastifyRequest): DigestParams | undefined {
  */
 function union (a: readonly DigestAlgorithm[], b: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
   let out: DigestAlgorithm[] | null = null
-  for (const algorithm of b) {
+  for (let i = 0; i < b.length; i++) {
+    const algorithm = b[i] as DigestAlgorithm
     if (!(out ?? a).includes(algorithm)) (out ??= [...a]).push(algorithm)
   }
   return out ?? a
 }
+
+/** No algorithm (shared: never mutated). */
+const NONE: readonly DigestAlgorithm[] = []
 
 function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
   return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
@@ -161,7 +165,7 @@ function newState (request: FastifyRequest, params: DigestParams, files: FileDig
   if (contentAlgs.length === 0 && reprAlgs.length === 0 && conditional === null) return kNothing
   const reprNeeded = union(
     reprAlgs,
-    conditional === null ? [] : [...conditional.keys(), conditionalAlgorithm(params)]
+    conditional === null ? NONE : [...conditional.keys(), conditionalAlgorithm(params)]
   )
   return {
     params,
@@ -221,8 +225,8 @@ async function fileRepresentation (
   const { params, files } = state
   // Default mode: the identity representation. Strict mode: the coded one,
   // plus the identity one for Unencoded-Digest.
-  const identityAlgs = identityNeeded(params) ? (params.strict ? state.reprAlgs : state.reprNeeded) : []
-  const codedAlgs = params.strict ? state.reprNeeded : []
+  const identityAlgs = identityNeeded(params) ? (params.strict ? state.reprAlgs : state.reprNeeded) : NONE
+  const codedAlgs = params.strict ? state.reprNeeded : NONE
   const identity = identityAlgs.length === 0 ? file : await identityFile(file, state.reprEncoding)
   if (identity === file) {
     state.repr = await files.lookup(file, union(identityAlgs, codedAlgs), file.cachedOnly)
@@ -281,16 +285,6 @@ async function streamRepresentation (
   return hasher
 }
 
-function pick (digests: DigestResults | null, algs: readonly DigestAlgorithm[]): Array<[DigestAlgorithm, Buffer]> {
-  const out: Array<[DigestAlgorithm, Buffer]> = []
-  if (digests === null) return out
-  for (const a of algs) {
-    const v = digests.get(a)
-    if (v !== undefined) out.push([a, v])
-  }
-  return out
-}
-
 /** Representation digests for `algs`: declared ones first, then computed ones. */
 function reprDigests (
   reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
@@ -316,17 +310,11 @@ function conditionalFails (reply: FastifyReply, state: ResponseState, repr: Dige
   return false
 }
 
-/** A field value with the digests of `algs` found in `digests`, or null when there is none. */
-function fieldValue (digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean): string | null {
-  const entries = pick(digests, algs)
-  return entries.length === 0 ? null : serializeDigestField(entries, { strict })
-}
-
 /** Set field `name` to the digests of `algs` found in `digests`, if any. */
 function setField (
   reply: FastifyReply, name: string, digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean
 ): void {
-  const value = fieldValue(digests, algs, strict)
+  const value = serializeSelected(digests, algs, strict)
   if (value !== null) reply.header(name, value)
 }
 
@@ -396,10 +384,10 @@ function bufferedContent (
       // replaced them without a content coding (the request verifier's
       // problem details for fastify's error body): the representation is
       // what is sent, and one pass serves both fields.
-      content = digestAll(union(state.contentAlgs, partial ? [] : state.reprNeeded), bytes)
+      content = digestAll(union(state.contentAlgs, partial ? NONE : state.reprNeeded), bytes)
       identity = partial ? null : content
     } else {
-      content = digestAll(union(state.contentAlgs, params.strict && !partial ? state.reprNeeded : []), bytes)
+      content = digestAll(union(state.contentAlgs, params.strict && !partial ? state.reprNeeded : NONE), bytes)
       if (!partial && state.reprPayload !== null && identityNeeded(params)) identity = digestAll(state.reprNeeded, state.reprPayload)
     }
   }
@@ -435,12 +423,12 @@ function finish (
   const { params } = state
   const repr = reprDigests(reply, wholeOf(reply, state, content, identity, notFull), state.reprNeeded)
   if (conditionalFails(reply, state, repr)) return notAcceptable(reply, state, repr as DigestResults)
-  const contentValue = fieldValue(content, state.contentAlgs, params.strict)
+  const contentValue = serializeSelected(content, state.contentAlgs, params.strict)
   if (contentValue !== null) reply.header('content-digest', contentValue)
   // Usually both fields carry the same digests of the same bytes: one value.
   const reprValue = repr === content && sameList(state.reprAlgs, state.contentAlgs)
     ? contentValue
-    : fieldValue(repr, state.reprAlgs, params.strict)
+    : serializeSelected(repr, state.reprAlgs, params.strict)
   if (reprValue !== null) reply.header('repr-digest', reprValue)
   if (params.unencodedDigest && state.reprAlgs.length > 0) {
     setField(reply, 'unencoded-digest', reprDigests(reply, identity, state.reprAlgs), state.reprAlgs, true)
@@ -460,9 +448,9 @@ function trailer (
 ): void {
   if (algs.length === 0) return
   reply.trailer(name, (r, _payload, done) => {
-    const entries = pick(compute(r), algs)
-    if (entries.length === 0) done(new Error(`no ${name} value`))
-    else done(null, serializeDigestField(entries, { strict }))
+    const value = serializeSelected(compute(r), algs, strict)
+    if (value === null) done(new Error(`no ${name} value`))
+    else done(null, value)
   })
 }
 
@@ -481,7 +469,7 @@ async function streamedContent (
   if (unchanged) {
     hasher = state.reprStream as DigestTransform
   } else {
-    hasher = new DigestTransform(union(state.contentAlgs, params.strict && !partial ? state.reprNeeded : []))
+    hasher = new DigestTransform(union(state.contentAlgs, params.strict && !partial ? state.reprNeeded : NONE))
     pipeline(payload, hasher, () => {})
   }
   // The identity representation: a stream hashed as it flowed, or a buffered
@@ -562,7 +550,7 @@ async function fileContent (
   if (range === null) {
     if (file.stale) return kAsStream
     // Often already at hand from the representation stage (even with fileCacheSize 0).
-    const needed = union(state.contentAlgs, params.strict ? state.reprNeeded : [])
+    const needed = union(state.contentAlgs, params.strict ? state.reprNeeded : NONE)
     const known = state.fileCoded
     const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.files.digests(file, needed)
     return content === null ? kAsStream : finishFile(reply, stream, state, content, false)
@@ -617,6 +605,12 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   done(null, bufferedContent(request, reply, payload, state))
 }
 
+/** After the representation stage: on to compress and the content stage, or, for a 404, the content stage now. */
+function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, notFound: boolean): void {
+  if (notFound) contentStage(request, reply, payload, done)
+  else done(null, payload)
+}
+
 export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller {
   // A primitive initial value: a request the representation stage did not
   // look at carries no digest fields.
@@ -642,13 +636,9 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       else done(null, payload)
       return
     }
-    const next = (p: Payload): void => {
-      if (notFound) contentStage(request, reply, p, done)
-      else done(null, p)
-    }
     const out = representationStage(request, reply, payload, state)
-    if (out instanceof Promise) out.then(next, done)
-    else next(out)
+    if (out instanceof Promise) out.then((p) => representationDone(request, reply, p, done, notFound), done)
+    else representationDone(request, reply, out, done, notFound)
   }
 
   fastify.addHook('onSend', digestRepresentation as onSendHookHandler)

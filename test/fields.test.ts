@@ -2,6 +2,7 @@ import { test } from 'tap'
 import {
   parseDigestField,
   serializeDigestField,
+  serializeSelected,
   parseWantField,
   serializeWantField,
   parseLegacyDigest
@@ -200,6 +201,22 @@ test('serializeDigestField', async (t) => {
     'a value of the wrong width stays a Byte Sequence')
   t.equal(serializeDigestField([['adler', Buffer.from('39990617', 'hex')]]), 'adler=:OZkGFw==:', 'adler is always a Byte Sequence')
   t.equal(serializeDigestField([['sha-256', Buffer.alloc(0)]]), 'sha-256=::')
+})
+
+test('serializeSelected: the members named, in the order named, as serializeDigestField writes them', async (t) => {
+  const sha256 = Buffer.from(SHA256, 'base64')
+  const sha512 = Buffer.from(HELLO['sha-512'][0], 'base64')
+  const unixsum = Buffer.from('1905', 'hex')
+  const digests = new Map<DigestAlgorithm, Buffer>([['sha-256', sha256], ['sha-512', sha512], ['unixsum', unixsum]])
+  t.equal(serializeSelected(digests, ['sha-512', 'sha-256'], false),
+    serializeDigestField([['sha-512', sha512], ['sha-256', sha256]]), 'order of the list, not of the map')
+  t.equal(serializeSelected(digests, ['sha-256'], false), `sha-256=:${SHA256}:`, 'only those named')
+  t.equal(serializeSelected(digests, ['md5', 'sha-256', 'adler'], false), `sha-256=:${SHA256}:`, 'absent ones skipped')
+  t.equal(serializeSelected(digests, ['unixsum'], false), 'unixsum=6405', 'default: an Integer')
+  t.equal(serializeSelected(digests, ['unixsum'], true), 'unixsum=:GQU=:', 'strict: a Byte Sequence')
+  t.equal(serializeSelected(digests, ['md5'], false), null, 'none of them: null')
+  t.equal(serializeSelected(digests, [], false), null, 'nothing asked: null')
+  t.equal(serializeSelected(null, ['sha-256'], false), null, 'no digests: null')
 })
 
 test('serializeDigestField → parseDigestField round trips', async (t) => {
