@@ -220,7 +220,9 @@ function defaultVerification (request: FastifyRequest): DigestVerification | nul
 }
 
 function getVerification (this: FastifyRequest): DigestVerification | null {
-  return (this as unknown as VerificationHolder)[kVerification] ?? defaultVerification(this)
+  // Kept once worked out: the same object on every read, as if it had been set.
+  const holder = this as unknown as VerificationHolder
+  return holder[kVerification] ?? (holder[kVerification] = defaultVerification(this))
 }
 
 function putVerification (this: FastifyRequest, value: DigestVerification | null): void {

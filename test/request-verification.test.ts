@@ -407,12 +407,17 @@ test('request.digestVerification before the body is looked at, and when the appl
     }
   }, async (request) => request.digestVerification)
   app.get('/plain', async (request) => request.digestVerification)
+  app.get('/twice', async (request) => {
+    const first = request.digestVerification
+    return { same: first === request.digestVerification }
+  })
 
   const res = await app.inject({ method: 'POST', url: '/early', headers: { 'content-type': 'text/plain', 'content-digest': sf('abc') }, payload: 'abc' })
   t.same(early, [null], 'nothing known before preParsing')
   t.same(res.json(), { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] })
   t.same((await app.inject({ method: 'GET', url: '/assigned' })).json(), mine, 'an assigned value is kept')
   t.same((await app.inject({ method: 'GET', url: '/plain' })).json(), { verified: false, reason: 'no-body', fields: [] })
+  t.same((await app.inject({ method: 'GET', url: '/twice' })).json(), { same: true }, 'one object, however often read')
 })
 
 test('verify: false globally checks nothing; a route can turn it on', async (t) => {
