@@ -1,35 +1,39 @@
 // Request verification (DESIGN.md §3): Content-Digest, Repr-Digest and the
 // legacy Digest of request content, checked as the body streams.
 //
-// Hooks, in lifecycle order:
-// * instance preParsing (runs before every route-level preParsing, so before
-//   @fastify/compress's decompressor): parses the header fields, refuses what
-//   can be refused before reading (malformed field, impossible value length,
-//   missing or unsupported digest under `verify: 'required'`), checks empty
-//   content at once (digests of the empty string), and otherwise replaces the
-//   body stream with a lazy hashing stream over the bytes as received
-//   (`head`). A default-mode Repr-Digest of a request with Content-Encoding
-//   is hashed over the decoded bytes: `head` feeds a decoder on the side
-//   (node:zlib, capped at the route's bodyLimit) from the first byte on.
-// * route preParsing (pushed in onRoute; compress `unshift`s its own, so this
-//   one always runs after the decompressor): when compress decodes the
-//   content, the side decoder is dropped and the decoded bytes are hashed
-//   after compress instead; when nothing can decode the coding, 415. When
-//   anything stands after `head`, a second lazy stream (`tail`) becomes the
-//   final stream, forwarding `receivedEncodedLength`.
+// Every hook is route-level, added in onRoute (with a microtask, after every
+// onRoute hook's synchronous changes) to the routes that verify and answer a
+// method with a body: other routes, GETs above all, pay nothing. In
+// lifecycle order:
+// * the first route-level preParsing hook (before @fastify/compress's
+//   decompressor, which compress unshifts): parses the header fields, refuses
+//   what can be refused before reading (malformed field, impossible value
+//   length, missing or unsupported digest under `verify: 'required'`), checks
+//   empty content at once (digests of the empty string), and otherwise
+//   replaces the body stream with a lazy hashing stream over the bytes as
+//   received (`head`). A default-mode Repr-Digest of a request with
+//   Content-Encoding is hashed over the decoded bytes: `head` feeds a decoder
+//   on the side (node:zlib, capped at the route's bodyLimit) from the first
+//   byte on. Instance-level preParsing hooks run before it (fastify's order):
+//   the README says what that means for a decoder added that way.
+// * the last route-level preParsing hook (after any decoder): when compress
+//   decodes the content, the side decoder is dropped and the decoded bytes are
+//   hashed after compress instead; when nothing can decode the coding, 415.
+//   When anything stands after `head`, a second lazy stream (`tail`) becomes
+//   the final stream, forwarding `receivedEncodedLength`.
 // * the final stream's end: every digest is compared (header fields, and
 //   trailer fields; a trailer's algorithms are only known at the end, so
 //   every enabled one is hashed when the Trailer header field announces a
 //   digest field). `head` never errors when it is not the final stream:
 //   compress rewrites errors raised upstream of its decompressor.
-// * instance preValidation: a parsed body (rawBody parsers) has been read to
-//   the end by now, so a failed check is answered here with
+// * the first route-level preValidation hook: a parsed body (rawBody parsers)
+//   has been read to the end by now, so a failed check is answered here with
 //   application/problem+json. When the check has not finished yet, a
 //   stream-passing parser is in use (the handler reads later) or the route
 //   reads `request.raw`: a failure is then raised as an error of the final
-//   stream (the handler sees it instead of a clean end), and an instance
-//   onSend turns fastify's default error body for that error into the
-//   problem details.
+//   stream (the handler sees it instead of a clean end), and the first
+//   route-level onSend hook turns fastify's default error body for that
+//   error into the problem details (before the response digests are taken).
 // GET, HEAD and TRACE bodies are never read by fastify: nothing is checked
 // there (a Repr-Digest on them is the conditional of DESIGN.md §2).
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
@@ -341,14 +345,11 @@ function finish (request: FastifyRequest, state: RequestState, callback: (err?: 
 // ---------------------------------------------------------------------------
 // Hooks
 
-function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, stream?: Readable) => void): void {
+type ParsingDone = (err: Error | null, stream?: Readable) => void
+
+function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: ParsingDone, params: DigestParams): void {
   // Nothing to check (request.digestVerification says why: defaultVerification).
   if (BODYLESS.has(request.method)) {
-    done(null, payload)
-    return
-  }
-  const params = routeParams(request)
-  if (params === undefined || params.verify === false) {
     done(null, payload)
     return
   }
@@ -448,7 +449,7 @@ function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Re
 
 type EncodedLengthStream = Readable & { receivedEncodedLength?: unknown }
 
-function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payload: EncodedLengthStream, done: (err: Error | null, stream?: Readable) => void): void {
+function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payload: EncodedLengthStream, done: ParsingDone): void {
   const state = getState(request)
   if (state === null) {
     done(null, payload)
@@ -537,27 +538,38 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   done(null, JSON.stringify(raised.problem))
 }
 
+/** A route-level hook list, as an array (fastify accepts one function or a list). */
+function hookList<T> (hooks: T | T[] | undefined): T[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]
+}
+
 export function installRequestVerification (fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {
   fastify.decorateRequest(kRequestState as unknown as string, null)
   fastify.decorateRequest(kVerification as unknown as string, null)
   fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
-  fastify.addHook('preParsing', onPreParsing)
-  fastify.addHook('preValidation', onPreValidation)
-  fastify.addHook('onSend', onSend)
   return {
     onRoute (routeOptions: RouteOptions, params: DigestParams): void {
       if (params.verify === false) return
-      // A route that only answers bodyless methods never reads a body: one
-      // hook less on every request (its request.digestVerification is
-      // worked out when read: defaultVerification).
+      // A route that only answers bodyless methods never reads a body: no
+      // hook at all (its request.digestVerification is worked out when
+      // read: defaultVerification). Other routes get route-level hooks only,
+      // so that the routes without verification pay nothing.
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (methods.every((m) => BODYLESS.has(m.toUpperCase()))) return
-      // Pushed: compress unshifts its decompressor, so this runs after it in
-      // either registration order (docs/fastify-behaviour.md §2.5).
-      const hooks = routeOptions.preParsing
-      routeOptions.preParsing = hooks === undefined
-        ? [onRoutePreParsing]
-        : (Array.isArray(hooks) ? hooks : [hooks]).concat(onRoutePreParsing)
+      function digestVerifyHead (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Readable, done: ParsingDone): void {
+        onPreParsing(request, reply, payload, done, params)
+      }
+      // Queued so it lands after every onRoute hook's synchronous changes:
+      // @fastify/compress unshifts its decompressor, in either registration
+      // order (docs/fastify-behaviour.md §2.5). The head hook goes first (the
+      // bytes as received), the route-level one last (after any decoder);
+      // the preValidation answer and the error-body rewrite come before any
+      // other route-level hook.
+      queueMicrotask(() => {
+        routeOptions.preParsing = [digestVerifyHead, ...hookList(routeOptions.preParsing), onRoutePreParsing] as RouteOptions['preParsing']
+        routeOptions.preValidation = [onPreValidation, ...hookList(routeOptions.preValidation)] as RouteOptions['preValidation']
+        routeOptions.onSend = [onSend, ...hookList(routeOptions.onSend)] as RouteOptions['onSend']
+      })
     }
   }
 }

@@ -1,13 +1,16 @@
 // Response digests (DESIGN.md §1–§2).
 //
-// Two onSend stages:
-// * the representation stage, an instance-level onSend: it runs before
-//   @fastify/compress's route-level onSend in every registration order, so it
-//   sees the identity representation (and, for an automatic HEAD route, the
-//   GET handler's payload before fastify drops it);
-// * the content stage, a route-level onSend queued in onRoute with a
-//   microtask so it lands after compress's own push whatever the order
-//   (docs/fastify-behaviour.md §1.3): it sees the bytes that will be sent.
+// Two onSend stages, both route-level hooks added in onRoute with a microtask,
+// so they land after every onRoute hook's synchronous push (@fastify/compress
+// pushes its onSend, in either registration order; docs/fastify-behaviour.md
+// §1.3):
+// * the representation stage, first among the route's onSend hooks: it sees
+//   the identity representation before compress (and, for an automatic HEAD
+//   route, the GET handler's payload before fastify drops it);
+// * the content stage, last: it sees the bytes that will be sent.
+// Being route-level, they have the route's options at hand (no lookup per
+// request). 404s have no route: an instance-level onSend runs both stages for
+// them with the plugin's options.
 //
 // Buffers are hashed once, in the content stage, when no coding changed them;
 // streams are hashed chunk by chunk as they flow and their digests travel as
@@ -29,7 +32,7 @@ import { selectAlgorithms } from './negotiation'
 import { parseDigestField, parseWantField, serializeSelected } from './fields'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
 import { getDeclared } from './declared'
-import { kResponseState, kRouteParams, kStaticFile } from './symbols'
+import { kResponseState, kStaticFile } from './symbols'
 import { FileDigestCache, hashFile, identityFile, resolveFileResponse, type FileResponse } from './file-digests'
 import { timingSafeEqual } from 'node:crypto'
 
@@ -73,10 +76,6 @@ const EMPTY = Buffer.alloc(0)
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest']
 const VARY_VALUE = VARY_TOKENS.join(', ')
 const TRAILERS = ['content-digest', 'repr-digest', 'unencoded-digest']
-
-function getParams (request: FastifyRequest): DigestParams | undefined {
-  return (request.routeOptions.config as unknown as Record<symbol, DigestParams | undefined>)[kRouteParams]
-}
 
 /**
  * The algorithms of `a` (a list without repeats), then those of `b` not
@@ -618,17 +617,11 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   fastify.decorateReply(kStaticFile as unknown as string, null)
   const files = new FileDigestCache(params.fileCacheSize)
 
-  function digestRepresentation (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+  function digestRepresentation (
+    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, notFound: boolean
+  ): void {
     // A state left by an earlier send: this one is fastify's error after it.
     if ((request as unknown as { [kResponseState]: unknown })[kResponseState] !== kNothing) dropTrailers(reply)
-    let routeParams = getParams(request)
-    // 404s never reach onRoute (and compress never touches them): both stages run here.
-    const notFound = routeParams === undefined && request.is404
-    if (notFound) routeParams = params
-    if (routeParams === undefined) {
-      done(null, payload)
-      return
-    }
     const state = newState(request, routeParams, files)
     ;(request as unknown as { [kResponseState]: unknown })[kResponseState] = state
     if (state === kNothing) {
@@ -641,16 +634,27 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     else representationDone(request, reply, out, done, notFound)
   }
 
-  fastify.addHook('onSend', digestRepresentation as onSendHookHandler)
+  // 404s never reach onRoute (and compress never touches them): an instance
+  // hook runs both stages for them, with the plugin's options.
+  fastify.addHook('onSend', function digestNotFound (request, reply, payload, done) {
+    if (request.is404) digestRepresentation(request, reply, payload, done as Done, params, true)
+    else done(null, payload)
+  })
 
   return {
-    onRoute (routeOptions: RouteOptions) {
+    onRoute (routeOptions: RouteOptions, routeParams: DigestParams) {
+      // The route's own hook: its options at hand, no lookup per request.
+      function digestReprStage (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+        digestRepresentation(request, reply, payload, done, routeParams, false)
+      }
       // Queued so it lands after every onRoute hook's synchronous push, i.e.
-      // after @fastify/compress's onSend in either registration order.
+      // after @fastify/compress's onSend in either registration order: the
+      // representation stage first among the route's onSend hooks (before
+      // compress), the content stage last (after it).
       queueMicrotask(() => {
         const current = routeOptions.onSend
         const list = current === undefined ? [] : Array.isArray(current) ? current : [current]
-        routeOptions.onSend = [...list, contentStage as onSendHookHandler]
+        routeOptions.onSend = [digestReprStage, ...list, contentStage] as onSendHookHandler[]
       })
     }
   }

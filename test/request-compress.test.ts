@@ -5,7 +5,7 @@ import { test } from 'tap'
 import { Transform } from 'node:stream'
 import { brotliCompressSync, deflateSync, gunzipSync, gzipSync } from 'node:zlib'
 import compress from '@fastify/compress'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import { buildVerifyApp, b64, sf, PROBLEM } from './request-helpers'
 
@@ -308,31 +308,55 @@ test('compress reading ahead before the route-level hook runs', async (t) => {
   t.equal(bad.json().code, 'FST_DIGEST_MISMATCH')
 })
 
+/** A request decoder of another plugin: "x-upper" turns the content to upper case; it reports receivedEncodedLength as fastify asks of decoders. */
+function upperDecoder (request: { headers: Record<string, unknown> }, payload: NodeJS.ReadableStream): NodeJS.ReadableStream {
+  if (request.headers['content-encoding'] !== 'x-upper') return payload
+  const decoder = new Transform({
+    transform (chunk: Buffer, _encoding, callback) {
+      decoder.receivedEncodedLength += chunk.length
+      callback(null, Buffer.from(chunk.toString('latin1').toUpperCase(), 'latin1'))
+    }
+  }) as Transform & { receivedEncodedLength: number }
+  decoder.receivedEncodedLength = 0
+  payload.pipe(decoder)
+  return decoder
+}
+
+const UPPER_REQUEST = {
+  method: 'POST' as const,
+  url: '/json',
+  headers: { 'content-type': 'text/plain', 'content-encoding': 'x-upper', 'repr-digest': sf('HELLO'), 'content-digest': sf('hello') },
+  payload: 'hello'
+}
+
 test('a decoder in front of the verifier for a coding it cannot decode itself', async (t) => {
-  // Stands for a request decoder of another plugin (here: "x-upper" turns
-  // the content to upper case), which reports receivedEncodedLength as
-  // fastify asks of decoders.
+  // Added to each route from onRoute, as @fastify/compress adds its own
+  // decompressor: it stands between the verifier's two route-level hooks.
   const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
-    app.addHook('preParsing', async (request, _reply, payload) => {
-      if (request.headers['content-encoding'] !== 'x-upper') return payload
-      const decoder = new Transform({
-        transform (chunk: Buffer, _encoding, callback) {
-          decoder.receivedEncodedLength += chunk.length
-          callback(null, Buffer.from(chunk.toString('latin1').toUpperCase(), 'latin1'))
-        }
-      }) as Transform & { receivedEncodedLength: number }
-      decoder.receivedEncodedLength = 0
-      payload.pipe(decoder)
-      return decoder
+    app.addHook('onRoute', (routeOptions) => {
+      const decode = async (request: FastifyRequest, _reply: unknown, payload: NodeJS.ReadableStream) => upperDecoder(request, payload)
+      const hooks = routeOptions.preParsing
+      routeOptions.preParsing = hooks === undefined ? [decode] : [decode, ...(Array.isArray(hooks) ? hooks : [hooks])]
     })
   })
-  const res = await app.inject({
-    method: 'POST',
-    url: '/json',
-    headers: { 'content-type': 'text/plain', 'content-encoding': 'x-upper', 'repr-digest': sf('HELLO'), 'content-digest': sf('hello') },
-    payload: 'hello'
-  })
+  const res = await app.inject(UPPER_REQUEST)
   t.equal(res.statusCode, 200)
   t.equal(res.json().body, 'HELLO')
   t.equal(res.json().verification.verified, true)
+})
+
+test('an instance-level preParsing hook runs before the verifier: it hands on the content checked', async (t) => {
+  // The verifier's hooks are route-level (routes without verification pay
+  // nothing for it): fastify runs every instance-level hook first, so the
+  // verifier sees what such a hook hands on (README, "Other plugins' hooks").
+  const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
+    app.addHook('preParsing', async (request, _reply, payload) => upperDecoder(request, payload))
+  })
+  const headers = { 'content-type': 'text/plain', 'content-encoding': 'x-upper' }
+  const res = await app.inject({ ...UPPER_REQUEST, headers: { ...headers, 'content-digest': sf('hello') } })
+  t.equal(res.statusCode, 400)
+  t.equal(res.json().code, 'FST_DIGEST_MISMATCH')
+  const decoded = await app.inject({ ...UPPER_REQUEST, headers: { ...headers, 'content-digest': sf('HELLO') } })
+  t.equal(decoded.statusCode, 200)
+  t.equal(decoded.json().verification.verified, true)
 })

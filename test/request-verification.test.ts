@@ -539,6 +539,29 @@ test('a route reading request.raw completes without hanging and reports unread',
   t.same(res.json(), { bytes: big.length, verification: { verified: false, reason: 'unread', fields: [] } })
 })
 
+test('a route-level preParsing hook that wraps the body: checked over the bytes as received, after it', async (t) => {
+  // Not a decoder (no receivedEncodedLength): a byte counter of the application's.
+  let counted = 0
+  const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
+    app.post('/counted', {
+      preParsing: async (_request, _reply, payload) => {
+        const counter = new PassThrough()
+        counter.on('data', (chunk: Buffer) => { counted += chunk.length })
+        payload.pipe(counter)
+        return counter
+      }
+    }, async (request) => ({ body: request.body, verification: request.digestVerification }))
+  })
+  const ok = await app.inject({ method: 'POST', url: '/counted', headers: { 'content-type': 'text/plain', 'content-digest': sf(HELLO) }, payload: HELLO })
+  t.equal(ok.statusCode, 200)
+  t.equal(ok.json().body, HELLO)
+  t.equal(ok.json().verification.verified, true)
+  t.equal(counted, Buffer.byteLength(HELLO))
+  const bad = await app.inject({ method: 'POST', url: '/counted', headers: { 'content-type': 'text/plain', 'content-digest': sf('other') }, payload: HELLO })
+  t.equal(bad.statusCode, 400)
+  t.equal(bad.json().code, 'FST_DIGEST_MISMATCH')
+})
+
 test('GET and HEAD: bodies are never read, Repr-Digest is not a content claim', async (t) => {
   // conditional: false, so that the 406 rule of the response side stays out of this.
   const app = await buildVerifyApp(t, { verify: 'required', conditional: false })
@@ -550,6 +573,15 @@ test('GET and HEAD: bodies are never read, Repr-Digest is not a content claim', 
   t.same(withBody.json().verification, { verified: false, reason: 'unread', fields: [] })
   const head = await app.inject({ method: 'HEAD', url: '/json', headers: { 'repr-digest': sf('anything') } })
   t.equal(head.statusCode, 200)
+  // A route that also answers a body method carries the verifier's hooks: a GET there is let through the same way.
+  const mixed = await buildVerifyApp(t, { verify: 'required', conditional: false }, {}, undefined, async (app) => {
+    app.route({ method: ['GET', 'POST'], url: '/both', handler: async (request) => ({ verification: request.digestVerification }) })
+  })
+  const both = await mixed.inject({ url: '/both', headers: { 'content-type': 'text/plain', 'content-digest': sf('x') }, payload: 'abc' })
+  t.equal(both.statusCode, 200)
+  t.same(both.json().verification, { verified: false, reason: 'unread', fields: [] })
+  const posted = await mixed.inject({ method: 'POST', url: '/both', headers: { 'content-type': 'text/plain', 'content-digest': sf('x') }, payload: 'abc' })
+  t.equal(posted.statusCode, 400)
 })
 
 test('routes the plugin does not cover and 404s are left alone', async (t) => {
