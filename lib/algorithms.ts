@@ -107,6 +107,21 @@ const hashOnce: (name: string, data: Data) => Buffer = typeof hash === 'function
   ? (name, data) => Buffer.from(hash(name, data, 'binary'), 'binary')
   : (name, data) => createHash(name).update(data).digest()
 
+// The same one-shot hash with base64 output, for a value that is only
+// serialized: no octets in between.
+const hashOnceBase64: (name: string, data: Data) => string = typeof hash === 'function'
+  ? (name, data) => hash(name, data, 'base64')
+  : (name, data) => createHash(name).update(data).digest('base64')
+
+/**
+ * computeDigest() as base64 (the content of a Byte Sequence), for a digest
+ * that is only serialized: the node:crypto algorithms skip the octets.
+ */
+export function computeDigestBase64 (algorithm: DigestAlgorithm, data: Data): string {
+  const { impl } = lookup(algorithm)
+  return impl.kind === 'hash' ? hashOnceBase64(impl.name, data) : computeDigest(algorithm, data).toString('base64')
+}
+
 /**
  * Digest a whole payload at once. Returns the raw octets (see the top of the
  * file for the checksum encoding). Throws FST_DIGEST_UNKNOWN_ALGORITHM for

@@ -21,7 +21,7 @@
 //   non-integral Decimals (`1.5`) are rejected like any other wrong type.
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../types/index'
-import { isDigestAlgorithm } from './algorithms'
+import { computeDigest, computeDigestBase64, isDigestAlgorithm } from './algorithms'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
 
 // unixsum and unixcksum may travel as Integers (the default serialization):
@@ -164,6 +164,27 @@ export function serializeSelected (
     const octets = digests.get(algorithm)
     if (octets === undefined) continue
     const member = digestMember(algorithm, octets, strict)
+    out = out === null ? member : `${out}, ${member}`
+  }
+  return out
+}
+
+/**
+ * The field value of the digests of `data` for `algorithms`, in that order,
+ * or null for none: hashed and serialized in one step (the same value as
+ * serializeSelected() over digestAll()), for digests that are only sent.
+ */
+export function digestFieldOf (
+  algorithms: readonly DigestAlgorithm[],
+  data: Buffer | Uint8Array | string,
+  strict: boolean
+): string | null {
+  let out: string | null = null
+  for (let i = 0; i < algorithms.length; i++) {
+    const algorithm = algorithms[i] as DigestAlgorithm
+    const member = strict || !INTEGER_WIDTH.has(algorithm)
+      ? `${algorithm}=:${computeDigestBase64(algorithm, data)}:`
+      : digestMember(algorithm, computeDigest(algorithm, data), false)
     out = out === null ? member : `${out}, ${member}`
   }
   return out

@@ -29,7 +29,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSen
 import type { DigestAlgorithm } from '../types/index'
 import type { DigestParams, RouteHookInstaller } from './options'
 import { selectAlgorithms } from './negotiation'
-import { parseDigestField, parseWantField, serializeSelected } from './fields'
+import { digestFieldOf, parseDigestField, parseWantField, serializeSelected } from './fields'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
 import { getDeclared } from './declared'
 import { kResponseState, kStaticFile } from './symbols'
@@ -355,6 +355,31 @@ function noContentStatus (status: number): boolean {
   return status < 200 || status === 204 || status === 304
 }
 
+/**
+ * Whether a full response's digests of its unchanged bytes are only sent:
+ * nothing compares them (no 406 conditional), none is declared, no
+ * Unencoded-Digest, and the two fields do not ask for different sets.
+ */
+function onlySent (reply: FastifyReply, state: ResponseState): boolean {
+  const { contentAlgs, reprAlgs } = state
+  return state.conditional === null && !state.params.unencodedDigest && getDeclared(reply) === null &&
+    (contentAlgs.length === 0 || reprAlgs.length === 0 || sameList(contentAlgs, reprAlgs))
+}
+
+/**
+ * The usual response (onlySent): the bytes sent are the representation, so
+ * Content-Digest and Repr-Digest are one value, hashed and serialized in one
+ * step.
+ */
+function sendFields (reply: FastifyReply, payload: Payload, state: ResponseState, bytes: string | Buffer): Payload {
+  const strict = state.params.strict
+  const algs = state.contentAlgs.length > 0 ? state.contentAlgs : state.reprAlgs
+  const value = digestFieldOf(algs, bytes, strict) as string
+  if (state.contentAlgs.length > 0) reply.header('content-digest', value)
+  if (state.reprAlgs.length > 0) reply.header('repr-digest', value)
+  return payload
+}
+
 /** Content stage for string, Buffer and empty payloads. */
 function bufferedContent (
   request: FastifyRequest, reply: FastifyReply, payload: Payload, state: ResponseState
@@ -378,11 +403,13 @@ function bufferedContent (
     if (state.file === null && cl !== undefined && Number(cl) !== state.reprBytes) identity = null
   } else {
     const bytes = (payload ?? '') as string | Buffer
-    if (bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding) {
+    const unchanged = bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding
+    if (unchanged && !partial && onlySent(reply, state)) return sendFields(reply, payload, state, bytes)
+    if (unchanged) {
       // Nothing changed the bytes, or a hook after the representation stage
-      // replaced them without a content coding (the request verifier's
-      // problem details for fastify's error body): the representation is
-      // what is sent, and one pass serves both fields.
+      // replaced them without a content coding (a route-level onSend hook of
+      // the application's): the representation is what is sent, and one
+      // pass serves both fields.
       content = digestAll(union(state.contentAlgs, partial ? NONE : state.reprNeeded), bytes)
       identity = partial ? null : content
     } else {

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import * as crypto from 'node:crypto'
-import { ALGORITHMS, computeDigest, createDigester, isDigestAlgorithm } from '../lib/algorithms'
+import { ALGORITHMS, computeDigest, computeDigestBase64, createDigester, isDigestAlgorithm } from '../lib/algorithms'
 import { adler32, bsdSum, cksumFinish, cksumUpdate, crc32c } from '../lib/checksums'
 import type { DigestAlgorithm } from '../types/index'
 
@@ -356,5 +356,15 @@ test('without crypto.hash (Node < 20.12), one-shot hashing falls back to createH
   }) as typeof import('../lib/algorithms')
   t.equal(b64(mocked.computeDigest('sha-256', '{"hello": "world"}')), 'X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=')
   t.equal(b64(mocked.computeDigest('sha', '')), '2jmj7l5rSw0yVb/vlWAYkK/YBwk=')
-  t.same(calls, ['sha256', 'sha1'])
+  t.equal(mocked.computeDigestBase64('sha-256', '{"hello": "world"}'), 'X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=')
+  t.same(calls, ['sha256', 'sha1', 'sha256'])
+})
+
+test('computeDigestBase64: the base64 of computeDigest, for every algorithm', async (t) => {
+  const data = Buffer.from('{"hello": "world"}')
+  for (const key of ALGORITHMS.keys()) {
+    t.equal(computeDigestBase64(key, data), b64(computeDigest(key, data)), key)
+    t.equal(computeDigestBase64(key, ''), b64(computeDigest(key, '')), `${key}, empty`)
+  }
+  t.throws(() => computeDigestBase64('sha-1' as DigestAlgorithm, data), { code: 'FST_DIGEST_UNKNOWN_ALGORITHM' })
 })

@@ -3,11 +3,13 @@ import {
   parseDigestField,
   serializeDigestField,
   serializeSelected,
+  digestFieldOf,
   parseWantField,
   serializeWantField,
   parseLegacyDigest
 } from '../lib/fields'
 import type { DigestAlgorithm, DigestMap } from '../types/index'
+import { digestAll } from '../lib/digest-stream'
 
 // RFC 9530 Appendix D: digests of `{"hello": "world"}` (no trailing LF).
 const HELLO = {
@@ -201,6 +203,17 @@ test('serializeDigestField', async (t) => {
     'a value of the wrong width stays a Byte Sequence')
   t.equal(serializeDigestField([['adler', Buffer.from('39990617', 'hex')]]), 'adler=:OZkGFw==:', 'adler is always a Byte Sequence')
   t.equal(serializeDigestField([['sha-256', Buffer.alloc(0)]]), 'sha-256=::')
+})
+
+test('digestFieldOf: the value serializeSelected writes for the digests of the data, hashed in the same step', async (t) => {
+  const data = '{"hello": "world"}'
+  const lists: DigestAlgorithm[][] = [[], ['sha-256'], ['sha-512', 'sha-256'], ['unixsum'], ['sha-256', 'unixcksum', 'md5', 'sha', 'adler', 'crc32c', 'unixsum']]
+  for (const list of lists) {
+    for (const strict of [false, true]) {
+      t.equal(digestFieldOf(list, data, strict), serializeSelected(digestAll(list, data), list, strict), `${list.join(',') || 'none'} strict=${strict}`)
+    }
+  }
+  t.equal(digestFieldOf(['sha-256', 'unixsum'], data, false), `sha-256=:${SHA256}:, unixsum=6405`, 'Appendix D values')
 })
 
 test('serializeSelected: the members named, in the order named, as serializeDigestField writes them', async (t) => {
