@@ -631,9 +631,13 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   done(null, bufferedContent(request, reply, payload, state))
 }
 
-/** After the representation stage: on to compress and the content stage, or, for a 404, the content stage now. */
-function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, notFound: boolean): void {
-  if (notFound) contentStage(request, reply, payload, done)
+/**
+ * After the representation stage: on to compress and the content stage, or
+ * the content stage now when nothing stands between the two (a 404, a route
+ * without other onSend hooks).
+ */
+function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean): void {
+  if (both) contentStage(request, reply, payload, done)
   else done(null, payload)
 }
 
@@ -645,20 +649,20 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   const files = new FileDigestCache(params.fileCacheSize)
 
   function digestRepresentation (
-    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, notFound: boolean
+    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, both: boolean
   ): void {
     // A state left by an earlier send: this one is fastify's error after it.
     if ((request as unknown as { [kResponseState]: unknown })[kResponseState] !== kNothing) dropTrailers(reply)
     const state = newState(request, routeParams, files)
     ;(request as unknown as { [kResponseState]: unknown })[kResponseState] = state
     if (state === kNothing) {
-      if (notFound) contentStage(request, reply, payload, done)
+      if (both) contentStage(request, reply, payload, done)
       else done(null, payload)
       return
     }
     const out = representationStage(request, reply, payload, state)
-    if (out instanceof Promise) out.then((p) => representationDone(request, reply, p, done, notFound), done)
-    else representationDone(request, reply, out, done, notFound)
+    if (out instanceof Promise) out.then((p) => representationDone(request, reply, p, done, both), done)
+    else representationDone(request, reply, out, done, both)
   }
 
   // 404s never reach onRoute (and compress never touches them): an instance
@@ -670,18 +674,23 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
 
   return {
     onRoute (routeOptions: RouteOptions, routeParams: DigestParams) {
-      // The route's own hook: its options at hand, no lookup per request.
+      // The route's own hooks: its options at hand, no lookup per request.
       function digestReprStage (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
         digestRepresentation(request, reply, payload, done, routeParams, false)
+      }
+      function digestBothStages (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+        digestRepresentation(request, reply, payload, done, routeParams, true)
       }
       // Queued so it lands after every onRoute hook's synchronous push, i.e.
       // after @fastify/compress's onSend in either registration order: the
       // representation stage first among the route's onSend hooks (before
-      // compress), the content stage last (after it).
+      // compress), the content stage last (after it). With no other onSend
+      // hook on the route nothing can change the payload between them: one
+      // hook runs both.
       queueMicrotask(() => {
         const current = routeOptions.onSend
         const list = current === undefined ? [] : Array.isArray(current) ? current : [current]
-        routeOptions.onSend = [digestReprStage, ...list, contentStage] as onSendHookHandler[]
+        routeOptions.onSend = (list.length === 0 ? [digestBothStages] : [digestReprStage, ...list, contentStage]) as onSendHookHandler[]
       })
     }
   }
