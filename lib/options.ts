@@ -35,6 +35,11 @@ export interface RouteHookInstaller {
   onRoute (routeOptions: RouteOptions, params: DigestParams): void
 }
 
+/** A route-level hook option as a list (fastify accepts one function or a list). */
+export function hookList<T> (hooks: T | T[] | undefined): T[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]
+}
+
 export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 export const defaultMaxBufferSize = 1024 * 1024
 export const defaultFileCacheSize = 1000

@@ -40,7 +40,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import type { Readable } from 'node:stream'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap, DigestVerification, FieldVerification } from '../types/index'
-import type { DigestParams, RouteHookInstaller } from './options'
+import { hookList, type DigestParams, type RouteHookInstaller } from './options'
 import { kRequestState, kRouteParams, kVerification } from './symbols'
 import { parseDigestField, parseLegacyDigest } from './fields'
 import { usableAlgorithms, verifyDigests } from './verification'
@@ -536,11 +536,6 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   ;(state as RequestState).raised = null
   reply.headers(raised.headers).header('content-type', PROBLEM_CONTENT_TYPE).removeHeader('content-length')
   done(null, JSON.stringify(raised.problem))
-}
-
-/** A route-level hook list, as an array (fastify accepts one function or a list). */
-function hookList<T> (hooks: T | T[] | undefined): T[] {
-  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]
 }
 
 export function installRequestVerification (fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {

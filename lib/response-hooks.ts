@@ -27,7 +27,7 @@ import { Readable, pipeline } from 'node:stream'
 import type { ReadStream } from 'node:fs'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify'
 import type { DigestAlgorithm } from '../types/index'
-import type { DigestParams, RouteHookInstaller } from './options'
+import { hookList, type DigestParams, type RouteHookInstaller } from './options'
 import { selectAlgorithms } from './negotiation'
 import { digestFieldOf, parseDigestField, parseWantField, serializeSelected } from './fields'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
@@ -688,8 +688,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       // hook on the route nothing can change the payload between them: one
       // hook runs both.
       queueMicrotask(() => {
-        const current = routeOptions.onSend
-        const list = current === undefined ? [] : Array.isArray(current) ? current : [current]
+        const list = hookList(routeOptions.onSend)
         routeOptions.onSend = (list.length === 0 ? [digestBothStages] : [digestReprStage, ...list, contentStage]) as onSendHookHandler[]
       })
     }
