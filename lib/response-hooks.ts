@@ -656,8 +656,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     const state = newState(request, routeParams, files)
     ;(request as unknown as { [kResponseState]: unknown })[kResponseState] = state
     if (state === kNothing) {
-      if (both) contentStage(request, reply, payload, done)
-      else done(null, payload)
+      representationDone(request, reply, payload, done, both)
       return
     }
     const out = representationStage(request, reply, payload, state)
