@@ -123,6 +123,18 @@ export function computeDigestBase64 (algorithm: DigestAlgorithm, data: Data): st
 }
 
 /**
+ * computeDigestBase64() for one algorithm, looked up once (per route)
+ * instead of per call. Throws FST_DIGEST_UNKNOWN_ALGORITHM for keys outside
+ * the registry.
+ */
+export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
+  const { impl } = lookup(algorithm)
+  if (impl.kind !== 'hash') return (data) => computeDigest(algorithm, data).toString('base64')
+  const name = impl.name
+  return (data) => hashOnceBase64(name, data)
+}
+
+/**
  * Digest a whole payload at once. Returns the raw octets (see the top of the
  * file for the checksum encoding). Throws FST_DIGEST_UNKNOWN_ALGORITHM for
  * keys outside the registry, which are case-sensitive.

@@ -21,7 +21,7 @@
 //   non-integral Decimals (`1.5`) are rejected like any other wrong type.
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../types/index'
-import { computeDigest, computeDigestBase64, isDigestAlgorithm } from './algorithms'
+import { base64Digester, computeDigest, computeDigestBase64, isDigestAlgorithm } from './algorithms'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
 
 // unixsum and unixcksum may travel as Integers (the default serialization):
@@ -188,6 +188,26 @@ export function digestFieldOf (
     out = out === null ? member : `${out}, ${member}`
   }
   return out
+}
+
+/** digestFieldOf() for a fixed list of algorithms (see fieldWriter). */
+export type FieldWriter = (data: Buffer | Uint8Array | string) => string
+
+/**
+ * digestFieldOf() for a list of algorithms known in advance (a route's
+ * unsolicited ones), built once: a single algorithm written as a Byte
+ * Sequence (the usual `sha-256`) is looked up here, not per response. Null
+ * for no algorithm.
+ */
+export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boolean): FieldWriter | null {
+  if (algorithms.length === 0) return null
+  const only = algorithms[0] as DigestAlgorithm
+  if (algorithms.length > 1 || (!strict && INTEGER_WIDTH.has(only))) {
+    return (data) => digestFieldOf(algorithms, data, strict) as string
+  }
+  const prefix = `${only}=:`
+  const digest = base64Digester(only)
+  return (data) => prefix + digest(data) + ':'
 }
 
 /**

@@ -29,7 +29,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSen
 import type { DigestAlgorithm } from '../types/index'
 import { hookList, type DigestParams, type RouteHookInstaller } from './options'
 import { selectAlgorithms } from './negotiation'
-import { digestFieldOf, parseDigestField, parseWantField, serializeSelected } from './fields'
+import { digestFieldOf, fieldWriter, parseDigestField, parseWantField, serializeSelected, type FieldWriter } from './fields'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
 import { getDeclared } from './declared'
 import { kResponseState, kStaticFile } from './symbols'
@@ -380,6 +380,59 @@ function sendFields (reply: FastifyReply, payload: Payload, state: ResponseState
   return payload
 }
 
+/**
+ * A route's unsolicited fields, worked out once per route: the algorithms
+ * both fields send when nothing asks otherwise, as one value written in one
+ * step. Null when the route's options rule that out: Unencoded-Digest, or
+ * different unsolicited sets for the two fields.
+ */
+interface Unsolicited {
+  readonly params: DigestParams
+  readonly write: FieldWriter | null
+  readonly content: boolean
+  readonly repr: boolean
+}
+
+function unsolicitedOf (params: DigestParams): Unsolicited | null {
+  const { contentDigest, reprDigest } = params
+  if (params.unencodedDigest || (contentDigest.length > 0 && reprDigest.length > 0 && !sameList(contentDigest, reprDigest))) return null
+  return {
+    params,
+    write: fieldWriter(contentDigest.length > 0 ? contentDigest : reprDigest, params.strict),
+    content: contentDigest.length > 0,
+    repr: reprDigest.length > 0
+  }
+}
+
+/**
+ * The usual response, when nothing stands between the two stages: a string
+ * or Buffer (no stream, no HEAD, no 206, a status with content), no Want-*
+ * field, no Repr-Digest to compare, nothing declared, the reply's first
+ * send. Its bytes are the representation, so the fields are the route's
+ * unsolicited ones with one value (what onlySent/sendFields would write),
+ * without per-request state. False, having changed nothing, for any other
+ * response: the stages then run in full.
+ */
+function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: Payload, usual: Unsolicited): boolean {
+  if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return false
+  const headers = request.headers
+  const method = request.method
+  const status = reply.statusCode
+  if (
+    method === 'HEAD' || status === 206 || noContentStatus(status) ||
+    headers['want-content-digest'] !== undefined || headers['want-repr-digest'] !== undefined ||
+    (usual.params.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
+    getDeclared(reply) !== null || (request as unknown as { [kResponseState]: unknown })[kResponseState] !== kNothing
+  ) return false
+  addVary(reply)
+  if (usual.write !== null) {
+    const value = usual.write(payload)
+    if (usual.content) reply.header('content-digest', value)
+    if (usual.repr) reply.header('repr-digest', value)
+  }
+  return true
+}
+
 /** Content stage for string, Buffer and empty payloads. */
 function bufferedContent (
   request: FastifyRequest, reply: FastifyReply, payload: Payload, state: ResponseState
@@ -666,9 +719,10 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
 
   // 404s never reach onRoute (and compress never touches them): an instance
   // hook runs both stages for them, with the plugin's options.
+  const usual = unsolicitedOf(params)
   fastify.addHook('onSend', function digestNotFound (request, reply, payload, done) {
-    if (request.is404) digestRepresentation(request, reply, payload, done as Done, params, true)
-    else done(null, payload)
+    if (!request.is404 || (usual !== null && usualResponse(request, reply, payload, usual))) done(null, payload)
+    else digestRepresentation(request, reply, payload, done as Done, params, true)
   })
 
   return {
@@ -677,8 +731,10 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       function digestReprStage (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
         digestRepresentation(request, reply, payload, done, routeParams, false)
       }
+      const usual = unsolicitedOf(routeParams)
       function digestBothStages (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
-        digestRepresentation(request, reply, payload, done, routeParams, true)
+        if (usual !== null && usualResponse(request, reply, payload, usual)) done(null, payload)
+        else digestRepresentation(request, reply, payload, done, routeParams, true)
       }
       // Queued so it lands after every onRoute hook's synchronous push, i.e.
       // after @fastify/compress's onSend in either registration order: the

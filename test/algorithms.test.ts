@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import * as crypto from 'node:crypto'
-import { ALGORITHMS, computeDigest, computeDigestBase64, createDigester, isDigestAlgorithm } from '../lib/algorithms'
+import { ALGORITHMS, base64Digester, computeDigest, computeDigestBase64, createDigester, isDigestAlgorithm } from '../lib/algorithms'
 import { adler32, bsdSum, cksumFinish, cksumUpdate, crc32c } from '../lib/checksums'
 import type { DigestAlgorithm } from '../types/index'
 
@@ -367,4 +367,15 @@ test('computeDigestBase64: the base64 of computeDigest, for every algorithm', as
     t.equal(computeDigestBase64(key, ''), b64(computeDigest(key, '')), `${key}, empty`)
   }
   t.throws(() => computeDigestBase64('sha-1' as DigestAlgorithm, data), { code: 'FST_DIGEST_UNKNOWN_ALGORITHM' })
+})
+
+test('base64Digester: computeDigestBase64 with the algorithm looked up once', async (t) => {
+  const data = Buffer.from('{"hello": "world"}')
+  for (const key of ALGORITHMS.keys()) {
+    const digest = base64Digester(key)
+    t.equal(digest(data), computeDigestBase64(key, data), key)
+    t.equal(digest('{"hello": "world"}'), computeDigestBase64(key, data), `${key}, a string`)
+    t.equal(digest(''), computeDigestBase64(key, ''), `${key}, empty`)
+  }
+  t.throws(() => base64Digester('sha-1' as DigestAlgorithm), { code: 'FST_DIGEST_UNKNOWN_ALGORITHM' })
 })

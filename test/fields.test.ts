@@ -4,6 +4,7 @@ import {
   serializeDigestField,
   serializeSelected,
   digestFieldOf,
+  fieldWriter,
   parseWantField,
   serializeWantField,
   parseLegacyDigest
@@ -214,6 +215,23 @@ test('digestFieldOf: the value serializeSelected writes for the digests of the d
     }
   }
   t.equal(digestFieldOf(['sha-256', 'unixsum'], data, false), `sha-256=:${SHA256}:, unixsum=6405`, 'Appendix D values')
+})
+
+test('fieldWriter: digestFieldOf for a list fixed in advance, null for none', async (t) => {
+  const data = '{"hello": "world"}'
+  const lists: DigestAlgorithm[][] = [['sha-256'], ['sha-512'], ['md5'], ['adler'], ['crc32c'], ['unixsum'], ['unixcksum'], ['sha-512', 'sha-256'], ['sha-256', 'unixcksum', 'md5', 'sha', 'adler', 'crc32c', 'unixsum']]
+  for (const list of lists) {
+    for (const strict of [false, true]) {
+      const write = fieldWriter(list, strict)
+      for (const bytes of [data, Buffer.from(data), '']) {
+        t.equal(write?.(bytes), digestFieldOf(list, bytes, strict), `${list.join(',')} strict=${strict} ${typeof bytes}${bytes.length === 0 ? ' empty' : ''}`)
+      }
+    }
+  }
+  t.equal(fieldWriter(['sha-256'], false)?.(data), `sha-256=:${SHA256}:`, 'Appendix D value')
+  t.equal(fieldWriter(['unixsum'], false)?.(data), 'unixsum=6405', 'an Integer in the default mode')
+  t.equal(fieldWriter([], false), null)
+  t.throws(() => fieldWriter(['sha-1' as DigestAlgorithm], false), { code: 'FST_DIGEST_UNKNOWN_ALGORITHM' }, 'checked when built')
 })
 
 test('serializeSelected: the members named, in the order named, as serializeDigestField writes them', async (t) => {

@@ -135,6 +135,48 @@ test('Vary is appended to, never clobbered', async (t) => {
   t.equal((await app.inject('/empty')).headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
 })
 
+test('the usual response (fields written in one step) carries what the full stages write', async (t) => {
+  // A route without other onSend hooks takes the one-step path for a plain
+  // GET; a no-op onSend hook of the route's own forces the full stages.
+  const noop = (_req: unknown, _reply: unknown, payload: unknown, done: (err: null, p: unknown) => void): void => done(null, payload)
+  const configs = [
+    {},
+    { contentDigest: true, reprDigest: true },
+    { contentDigest: ['sha-512', 'sha-256'], reprDigest: ['sha-256', 'sha-512'] },
+    { contentDigest: 'sha-512' },
+    { reprDigest: true, strict: true },
+    { algorithms: ['unixsum', 'sha-256'], contentDigest: 'unixsum', reprDigest: 'unixsum' },
+    { algorithms: ['unixsum', 'sha-256'], contentDigest: 'unixsum', reprDigest: 'unixsum', strict: true },
+    { algorithms: ['sha-256', 'crc32c'], contentDigest: ['sha-256', 'crc32c'], reprDigest: ['sha-256', 'crc32c'] },
+    // Different sets for the two fields: always the full stages.
+    { contentDigest: 'sha-256', reprDigest: 'sha-512' }
+  ] as const
+  for (const opts of configs) {
+    const app = await buildApp(t, opts as Parameters<typeof buildApp>[1])
+    const routes: Record<string, (req: unknown, reply: import('fastify').FastifyReply) => unknown> = {
+      json: async () => JSON_BODY,
+      buffer: async () => Buffer.from('bytes'),
+      empty: async () => '',
+      error: async (_req, reply) => reply.code(500).send({ error: 'x' }),
+      vary: async (_req, reply) => reply.header('vary', 'Accept').send('a')
+    }
+    for (const [name, handler] of Object.entries(routes)) {
+      app.get(`/usual/${name}`, handler)
+      app.get(`/full/${name}`, { onSend: noop }, handler)
+    }
+    for (const name of Object.keys(routes)) {
+      const usual = await app.inject(`/usual/${name}`)
+      const full = await app.inject(`/full/${name}`)
+      const label = `${JSON.stringify(opts)} ${name}`
+      t.equal(usual.body, full.body, label)
+      for (const field of ['content-digest', 'repr-digest', 'vary', 'content-length']) {
+        t.equal(usual.headers[field], full.headers[field], `${label} ${field}`)
+      }
+      if ('contentDigest' in opts && opts.contentDigest === true) t.equal(usual.headers['content-digest'], sf(usual.rawPayload), `${label}: the received bytes' digest`)
+    }
+  }
+})
+
 test('204, 304 and 1xx: no Content-Digest; Repr-Digest only when declared', async (t) => {
   const app = await buildApp(t, { contentDigest: true, reprDigest: true })
   const declared = Buffer.alloc(32, 7)
