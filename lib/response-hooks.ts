@@ -12,6 +12,11 @@
 // request). 404s have no route: an instance-level onSend runs both stages for
 // them with the plugin's options.
 //
+// The usual response (a string or Buffer, no Want-* field, no precondition,
+// nothing declared) of a route without other onSend hooks takes a shortcut:
+// one hook writes the route's unsolicited fields, hashed in one step, with no
+// per-request state (usualResponse).
+//
 // Buffers are hashed once, in the content stage, when no coding changed them;
 // streams are hashed chunk by chunk as they flow and their digests travel as
 // trailers (when the client allows them) or as headers after buffering at most
@@ -387,7 +392,8 @@ function sendFields (reply: FastifyReply, payload: Payload, state: ResponseState
  * different unsolicited sets for the two fields.
  */
 interface Unsolicited {
-  readonly params: DigestParams
+  /** The route's `conditional` option: a GET's Repr-Digest is then a precondition. */
+  readonly conditional: boolean
   readonly write: FieldWriter | null
   readonly content: boolean
   readonly repr: boolean
@@ -397,7 +403,7 @@ function unsolicitedOf (params: DigestParams): Unsolicited | null {
   const { contentDigest, reprDigest } = params
   if (params.unencodedDigest || (contentDigest.length > 0 && reprDigest.length > 0 && !sameList(contentDigest, reprDigest))) return null
   return {
-    params,
+    conditional: params.conditional,
     write: fieldWriter(contentDigest.length > 0 ? contentDigest : reprDigest, params.strict),
     content: contentDigest.length > 0,
     repr: reprDigest.length > 0
@@ -421,7 +427,7 @@ function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: P
   if (
     method === 'HEAD' || status === 206 || noContentStatus(status) ||
     headers['want-content-digest'] !== undefined || headers['want-repr-digest'] !== undefined ||
-    (usual.params.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
+    (usual.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
     getDeclared(reply) !== null || (request as unknown as { [kResponseState]: unknown })[kResponseState] !== kNothing
   ) return false
   addVary(reply)
