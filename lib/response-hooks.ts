@@ -366,9 +366,17 @@ function noContentStatus (status: number): boolean {
  * Unencoded-Digest, and the two fields do not ask for different sets.
  */
 function onlySent (reply: FastifyReply, state: ResponseState): boolean {
-  const { contentAlgs, reprAlgs } = state
   return state.conditional === null && !state.params.unencodedDigest && getDeclared(reply) === null &&
-    (contentAlgs.length === 0 || reprAlgs.length === 0 || sameList(contentAlgs, reprAlgs))
+    oneValue(state.contentAlgs, state.reprAlgs) !== null
+}
+
+/**
+ * The algorithms of the one value Content-Digest and Repr-Digest both carry
+ * when they ask for the same set (or one asks for none), else null.
+ */
+function oneValue (contentAlgs: readonly DigestAlgorithm[], reprAlgs: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] | null {
+  if (contentAlgs.length === 0) return reprAlgs
+  return reprAlgs.length === 0 || sameList(contentAlgs, reprAlgs) ? contentAlgs : null
 }
 
 /**
@@ -377,9 +385,8 @@ function onlySent (reply: FastifyReply, state: ResponseState): boolean {
  * step.
  */
 function sendFields (reply: FastifyReply, payload: Payload, state: ResponseState, bytes: string | Buffer): Payload {
-  const strict = state.params.strict
-  const algs = state.contentAlgs.length > 0 ? state.contentAlgs : state.reprAlgs
-  const value = digestFieldOf(algs, bytes, strict) as string
+  const algs = oneValue(state.contentAlgs, state.reprAlgs) as readonly DigestAlgorithm[]
+  const value = digestFieldOf(algs, bytes, state.params.strict) as string
   if (state.contentAlgs.length > 0) reply.header('content-digest', value)
   if (state.reprAlgs.length > 0) reply.header('repr-digest', value)
   return payload
@@ -401,10 +408,11 @@ interface Unsolicited {
 
 function unsolicitedOf (params: DigestParams): Unsolicited | null {
   const { contentDigest, reprDigest } = params
-  if (params.unencodedDigest || (contentDigest.length > 0 && reprDigest.length > 0 && !sameList(contentDigest, reprDigest))) return null
+  const algs = oneValue(contentDigest, reprDigest)
+  if (params.unencodedDigest || algs === null) return null
   return {
     conditional: params.conditional,
-    write: fieldWriter(contentDigest.length > 0 ? contentDigest : reprDigest, params.strict),
+    write: fieldWriter(algs, params.strict),
     content: contentDigest.length > 0,
     repr: reprDigest.length > 0
   }
