@@ -8,24 +8,29 @@ require('./tick-maps')
 // The runner is the client only. Every side of every scenario is a Fastify
 // server in a child process of its own (server.js, listening on 127.0.0.1),
 // driven over real sockets by autocannon (scenarios 1-5) or by a streaming
-// upload client (scenario 6). The sides of a scenario are measured in short
-// alternating runs, A B in one round, B A in the next, ..., so that whatever
-// else the machine is doing weighs on both alike; each ratio is the median of
-// the per-round ratios (a run against its baseline of the same round), shown
-// with its quartiles. The servers also report their
+// upload client (scenario 6). The sides of a scenario are measured in rounds
+// of short runs; by default the sides of a round run at the same time, their
+// servers sharing one core, so that whatever else the machine is doing weighs
+// on all of them alike, within milliseconds (BENCH_MODE=alternate, and always
+// for scenario 6: one after another, A B in one round, B A in the next, ...;
+// see inRounds). Each ratio is the median
+// of the per-round ratios (a run against its baseline of the same round),
+// shown with its quartiles. The servers also report their
 // own CPU time, so the cost per request can be read independently of the
 // client, and they time sha-256 over the scenario's bytes in their own
 // process: the "bare + hash" column is what the plugin side would do if it
 // cost nothing but the hashing.
 //
 // Settings (environment variables):
+//   BENCH_MODE         concurrent (default): the sides of a round run at the same time;
+//                      alternate: one after another (A B, then B A, ...); scenario 6 always alternates
 //   BENCH_DURATION     seconds per measured run (2)
 //   BENCH_ROUNDS       measured runs per side (10)
-//   BENCH_WARMUP       seconds of warm-up per side (2)
+//   BENCH_WARMUP       seconds of warm-up per server process, in bursts of 0.5 s on new connections (2)
 //   BENCH_CONNECTIONS  autocannon connections, for scenarios that do not set theirs (10)
 //   BENCH_SCENARIOS    which scenarios, e.g. "1,2,4s" (all)
 //   BENCH_UPLOAD_MIB   size of scenario 6's upload (256)
-//   BENCH_PROCESSES    server processes per side, used in turn by the rounds (3)
+//   BENCH_PROCESSES    server processes per side, used in turn by the rounds (5)
 //   BENCH_PERF         0: do not count instructions with perf stat
 //   BENCH_PIN          1 (default where taskset exists and there are 2+ cores): the runner on
 //                      the first core, the servers on the others; 0: let the OS place them
@@ -46,6 +51,8 @@ const { scenarios } = require('./scenarios')
 const { numberFromEnv } = require('./env')
 const MiB = 1048576
 const HOST = '127.0.0.1'
+/** Seconds per warm-up burst (see warmUp). */
+const WARMUP_BURST = 0.5
 
 const config = {
   duration: numberFromEnv('BENCH_DURATION', 2),
@@ -58,8 +65,10 @@ const config = {
     : null,
   json: process.env.BENCH_JSON || null,
   pin: process.env.BENCH_PIN !== '0',
-  processes: numberFromEnv('BENCH_PROCESSES', 3)
+  processes: numberFromEnv('BENCH_PROCESSES', 5),
+  mode: process.env.BENCH_MODE ?? 'concurrent'
 }
+if (config.mode !== 'concurrent' && config.mode !== 'alternate') throw new Error(`BENCH_MODE must be concurrent or alternate, not ${config.mode}`)
 
 const CORES = os.availableParallelism?.() ?? os.cpus().length
 let pinned = false
@@ -290,17 +299,34 @@ function machineShare (before, after) {
 }
 
 /**
- * Rounds of alternating runs: A, B, C, then C, B, A, and so on, so that a
- * drift of the machine's speed during a round weighs on all sides alike.
- * `sides[i]` is side i's server processes; round r uses process r mod n of
- * each side. `runs[i][r]` is side i's run in round r.
+ * The measured runs, in rounds. `sides[i]` is side i's server processes;
+ * round r uses process r mod n of each side. `runs[i][r]` is side i's run in
+ * round r.
+ *
+ * concurrent (BENCH_MODE's default, for the timed runs of scenarios 1-5):
+ * the sides of a round run at the same time. Their servers share
+ * the same core(s) and each gets the scheduler's fair share, so the machine's
+ * speed, which here changes by up to 2x from one second to the next (another
+ * tenant's work), weighs on every side alike at the scale of the scheduler's
+ * time slices; throughputs then compare the sides' costs per request.
+ * alternate (BENCH_MODE=alternate, and always for scenario 6's uploads: a
+ * run is one upload of a fixed size, and run together the side that finishes
+ * first would leave the whole core to the others): A, B, C, then C, B, A,
+ * and so on: a drift within a round weighs on all sides alike, a change from
+ * one run to the next does not.
  */
-async function alternate (sides, once) {
+async function inRounds (sides, once, mode) {
   const runs = sides.map(() => [])
   for (let round = 0; round < config.rounds; round++) {
-    const order = [...sides.keys()]
-    if (round % 2 === 1) order.reverse()
-    for (const i of order) runs[i][round] = await once(sides[i][round % sides[i].length])
+    const servers = sides.map((list) => list[round % list.length])
+    if (mode === 'concurrent') {
+      const results = await Promise.all(servers.map((server) => once(server)))
+      results.forEach((result, i) => { runs[i][round] = result })
+    } else {
+      const order = [...sides.keys()]
+      if (round % 2 === 1) order.reverse()
+      for (const i of order) runs[i][round] = await once(servers[i])
+    }
   }
   return runs
 }
@@ -378,10 +404,24 @@ function summarize (runs, { rate, cost, insn }, extra) {
   }))
 }
 
+/**
+ * Warm a server up in short bursts, each on new connections. The end of a
+ * burst closes its connections, a path the steady state never takes; V8 then
+ * deoptimizes hot stream functions (Readable.push, read, flow, emit: "wrong
+ * map") and re-optimizes them in the next burst. With one 2 s burst, that
+ * happened in the first measured run of every process: +10 to +15 % of
+ * instructions per request for a 1 KiB GET, on every side (BENCHMARKS.md,
+ * "Findings"). After four bursts it no longer shows.
+ */
+async function warmUp (port, request, connections) {
+  const bursts = Math.max(2, Math.round(config.warmup / WARMUP_BURST))
+  for (let i = 0; i < bursts; i++) await cannon(port, request, config.warmup / bursts, connections)
+}
+
 async function runRequests (scenario, servers) {
   const connections = scenario.connections ?? config.connections
-  for (const server of servers.flat()) await cannon(server.port, scenario.request, config.warmup, connections)
-  const runs = await alternate(servers, async (server) => {
+  for (const server of servers.flat()) await warmUp(server.port, scenario.request, connections)
+  const runs = await inRounds(servers, async (server) => {
     const stopCounting = await server.countInstructions()
     const cpuBefore = await server.cpuMicros()
     const ticks = machineTicks()
@@ -401,7 +441,7 @@ async function runRequests (scenario, servers) {
       instructionsPerRequest: instructions === null ? null : instructions / requests,
       latencyP50: result.latency.p50
     }
-  })
+  }, config.mode)
   return summarize(runs, { rate: 'rps', cost: 'cpuPerRequest', insn: 'instructionsPerRequest' }, (list) => ({
     latencyP50: median(list.map((r) => r.latencyP50))
   }))
@@ -420,7 +460,7 @@ async function runUploads (scenario, servers) {
     return { res, cpu, memory }
   }
   for (const server of servers.flat()) await one(server) // warm-up
-  const runs = await alternate(servers, async (server) => {
+  const runs = await inRounds(servers, async (server) => {
     const stopCounting = await server.countInstructions()
     const ticks = machineTicks()
     const { res, cpu, memory } = await one(server)
@@ -438,7 +478,7 @@ async function runUploads (scenario, servers) {
       kernelGrowth,
       peak: Math.max(memory.peak, memory.kernelPeak ?? 0)
     }
-  })
+  }, 'alternate')
   return summarize(runs, { rate: 'mibps', cost: 'cpuPerMiB', insn: 'instructionsPerMiB' }, (list) => ({
     maxGrowth: Math.max(...list.map((r) => r.growth)),
     medianGrowth: median(list.map((r) => r.growth)),
@@ -482,19 +522,22 @@ function sizeLabel (bytes) {
   return bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes} B`
 }
 
+/** ", instructions 0.912": a side's instruction ratio against the baseline, where counted. */
+function insnText (side) {
+  return side.insnPaired === null ? '' : `, instructions ${side.insnPaired.median.toFixed(3)}`
+}
+
 /**
  * Ratios and budget lines of one scenario. Sides: [0] the plugin, [1] the
  * baseline, the one keyed `hash` (if any) the baseline plus the sha-256 passes
  * by hand. Without that side, "bare + hash" is estimated from the sha-256
  * timings taken in the plugin's server process while it was idle.
  */
-/** ", instructions 0.912": a side's instruction ratio against the baseline, where counted. */
-function insnText (side) {
-  return side.insnPaired === null ? '' : `, instructions ${side.insnPaired.median.toFixed(3)}`
-}
-
 function evaluate ({ scenario, hashes, sides }) {
   const [subject, base] = sides
+  // Run concurrently, the sides shared the server core: each ran at about
+  // 1/slots of the rate it would reach alone.
+  const slots = config.mode === 'concurrent' && scenario.kind !== 'upload' ? sides.length : 1
   const refIndex = scenario.sides.findIndex((s) => s.key === 'hash')
   const ref = refIndex === -1 ? null : sides[refIndex]
   const budget = scenario.budget
@@ -505,7 +548,7 @@ function evaluate ({ scenario, hashes, sides }) {
     // The median of the per-round ratios (see pairedRatios).
     const ratio = subject.paired.median
     const hashMibps = (hashes[0].bytes / MiB) / (hashes[0].wallMicros / 1e6)
-    const estimate = 1 / (1 + base.mibps / hashMibps)
+    const estimate = 1 / (1 + base.mibps * slots / hashMibps)
     const growthMiB = subject.maxGrowth / MiB
     const cpuRatio = subject.cpuPaired.median
     return {
@@ -534,7 +577,7 @@ function evaluate ({ scenario, hashes, sides }) {
   // req/s flatters whichever side costs more.
   const cpuRatio = subject.cpuPaired.median
   // Estimated bare + hash: each request costs the baseline's time plus the hashing.
-  const estimate = 1 / (1 + base.rps * hashWall / 1e6)
+  const estimate = 1 / (1 + base.rps * slots * hashWall / 1e6)
   const result = {
     ratio,
     cpuRatio,
@@ -544,9 +587,9 @@ function evaluate ({ scenario, hashes, sides }) {
     estimate,
     hashWall,
     hashCpu,
-    addedWall: 1e6 / subject.rps - 1e6 / base.rps,
+    addedWall: 1e6 / (subject.rps * slots) - 1e6 / (base.rps * slots),
     addedCpu: subject.cpuPerRequest - base.cpuPerRequest,
-    refAddedWall: ref === null ? null : 1e6 / ref.rps - 1e6 / base.rps,
+    refAddedWall: ref === null ? null : 1e6 / (ref.rps * slots) - 1e6 / (base.rps * slots),
     refAddedCpu: ref === null ? null : ref.cpuPerRequest - base.cpuPerRequest
   }
   if (budget.kind === 'ratio') {
@@ -641,6 +684,18 @@ function report (results) {
         notes.push(note)
       }
     }
+    if (config.mode === 'concurrent' && scenario.kind !== 'upload') {
+      // Sharing the server core, every side busy gets the same share; a side
+      // well below the others was waiting for its client, and its throughput
+      // then flatters it: the CPU ratio still compares costs per request.
+      const shares = sides.map((s) => s.cpuShare)
+      const low = Math.min(...shares)
+      const high = Math.max(...shares)
+      if (low < 0.85 * high) {
+        notes.push(`S${scenario.id}: the servers' CPU shares differ (${share(low)} to ${share(high)}): not every side kept its ` +
+          'share of the core busy (its client set the pace), so its req/s ratio flatters it; the CPU ratio compares the costs')
+      }
+    }
     for (const h of hashes) {
       hashRows.push([scenario.id, `${sizeLabel(h.bytes)}${h.chunk ? ` in ${h.chunk / 1024} KiB updates` : ', one-shot'}`,
         h.chunk ? `${((h.bytes / MiB) / (h.wallMicros / 1e6)).toFixed(0)} MiB/s` : fmtMicros(h.wallMicros),
@@ -693,7 +748,7 @@ async function main () {
   const machine = describeMachine()
   console.log(`fastify-digest-fields benchmarks: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, ` +
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
-  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up, sides alternating (A B, B A, ...), ` +
+  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? 'the sides of a round at the same time (scenario 6: alternating)' : 'sides alternating (A B, B A, ...)'}, ` +
     `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
     `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}`)
   const results = []
