@@ -320,8 +320,9 @@ async function inRounds (sides, once, mode) {
   for (let round = 0; round < config.rounds; round++) {
     const servers = sides.map((list) => list[round % list.length])
     if (mode === 'concurrent') {
-      const results = await Promise.all(servers.map((server) => once(server)))
-      results.forEach((result, i) => { runs[i][round] = result })
+      // Started in turn by each side first: no side always gets the head start.
+      const order = [...sides.keys()].map((_, k) => (k + round) % sides.length)
+      await Promise.all(order.map(async (i) => { runs[i][round] = await once(servers[i]) }))
     } else {
       const order = [...sides.keys()]
       if (round % 2 === 1) order.reverse()
@@ -404,6 +405,11 @@ function summarize (runs, { rate, cost, insn }, extra) {
   }))
 }
 
+/** The servers of all sides, first processes first: A1 B1 C1 A2 B2 C2 ... */
+function inTurn (servers) {
+  return servers[0].flatMap((_, copy) => servers.map((list) => list[copy]))
+}
+
 /**
  * Warm a server up in short bursts, each on new connections. The end of a
  * burst closes its connections, a path the steady state never takes; V8 then
@@ -420,7 +426,8 @@ async function warmUp (port, request, connections) {
 
 async function runRequests (scenario, servers) {
   const connections = scenario.connections ?? config.connections
-  for (const server of servers.flat()) await warmUp(server.port, scenario.request, connections)
+  // Process by process, the sides in turn: no side's processes wait longer for their first run.
+  for (const server of inTurn(servers)) await warmUp(server.port, scenario.request, connections)
   const runs = await inRounds(servers, async (server) => {
     const stopCounting = await server.countInstructions()
     const cpuBefore = await server.cpuMicros()
@@ -459,7 +466,7 @@ async function runUploads (scenario, servers) {
     if (res.status !== 200) throw new Error(`${server.label}: status ${res.status}`)
     return { res, cpu, memory }
   }
-  for (const server of servers.flat()) await one(server) // warm-up
+  for (const server of inTurn(servers)) await one(server) // warm-up
   const runs = await inRounds(servers, async (server) => {
     const stopCounting = await server.countInstructions()
     const ticks = machineTicks()
