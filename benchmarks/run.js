@@ -9,11 +9,11 @@ require('./tick-maps')
 // server in a child process of its own (server.js, listening on 127.0.0.1),
 // driven over real sockets by autocannon (scenarios 1-5) or by a streaming
 // upload client (scenario 6). The sides of a scenario are measured in rounds
-// of short runs; by default the sides of a round run at the same time, their
-// servers sharing one core, so that whatever else the machine is doing weighs
-// on all of them alike, within milliseconds (BENCH_MODE=alternate, and always
-// for scenario 6: one after another, A B in one round, B A in the next, ...;
-// see inRounds). Each ratio is the median
+// of short runs: in scenarios 1 and 2 the sides of a round run at the same
+// time, their servers sharing one core, so that whatever else the machine is
+// doing weighs on all of them alike, within milliseconds; in the others (and
+// everywhere with BENCH_MODE=alternate) one after another, A B in one round,
+// B A in the next, ... (see inRounds). Each ratio is the median
 // of the per-round ratios (a run against its baseline of the same round),
 // shown with its quartiles. The servers also report their
 // own CPU time, so the cost per request can be read independently of the
@@ -22,8 +22,8 @@ require('./tick-maps')
 // cost nothing but the hashing.
 //
 // Settings (environment variables):
-//   BENCH_MODE         concurrent (default): the sides of a round run at the same time;
-//                      alternate: one after another (A B, then B A, ...); scenario 6 always alternates
+//   BENCH_MODE         concurrent (default): in scenarios 1 and 2 the sides of a round run at the same
+//                      time; alternate: one after another (A B, then B A, ...) there too
 //   BENCH_DURATION     seconds per measured run (2)
 //   BENCH_ROUNDS       measured runs per side (10)
 //   BENCH_WARMUP       seconds of warm-up per server process, in bursts of 0.5 s on new connections (2)
@@ -303,17 +303,18 @@ function machineShare (before, after) {
  * round r uses process r mod n of each side. `runs[i][r]` is side i's run in
  * round r.
  *
- * concurrent (BENCH_MODE's default, for the timed runs of scenarios 1-5):
- * the sides of a round run at the same time. Their servers share
+ * concurrent (scenarios marked `together`, unless BENCH_MODE=alternate): the
+ * sides of a round run at the same time. Their servers share
  * the same core(s) and each gets the scheduler's fair share, so the machine's
  * speed, which here changes by up to 2x from one second to the next (another
  * tenant's work), weighs on every side alike at the scale of the scheduler's
  * time slices; throughputs then compare the sides' costs per request.
- * alternate (BENCH_MODE=alternate, and always for scenario 6's uploads: a
- * run is one upload of a fixed size, and run together the side that finishes
- * first would leave the whole core to the others): A, B, C, then C, B, A,
- * and so on: a drift within a round weighs on all sides alike, a change from
- * one run to the next does not.
+ * alternate (the other scenarios): A, B, C, then C, B, A, and so on: a
+ * drift within a round weighs on all sides alike, a change from one run to
+ * the next does not. Run together, each request would live k times longer
+ * (k sides share the core), which changed what scenarios 4 and 5 measure
+ * (zlib waits, garbage collection of 1 MiB bodies), and a fixed-size upload
+ * finishing first would leave the whole core to the others.
  */
 async function inRounds (sides, once, mode) {
   const runs = sides.map(() => [])
@@ -321,7 +322,7 @@ async function inRounds (sides, once, mode) {
     const servers = sides.map((list) => list[round % list.length])
     if (mode === 'concurrent') {
       // Started in turn by each side first: no side always gets the head start.
-      const order = [...sides.keys()].map((_, k) => (k + round) % sides.length)
+      const order = sides.map((_, k) => (k + round) % sides.length)
       await Promise.all(order.map(async (i) => { runs[i][round] = await once(servers[i]) }))
     } else {
       const order = [...sides.keys()]
@@ -405,6 +406,11 @@ function summarize (runs, { rate, cost, insn }, extra) {
   }))
 }
 
+/** How a scenario's rounds run (see inRounds). */
+function modeOf (scenario) {
+  return scenario.together === true ? config.mode : 'alternate'
+}
+
 /** The servers of all sides, first processes first: A1 B1 C1 A2 B2 C2 ... */
 function inTurn (servers) {
   return servers[0].flatMap((_, copy) => servers.map((list) => list[copy]))
@@ -417,7 +423,7 @@ function inTurn (servers) {
  * map") and re-optimizes them in the next burst. With one 2 s burst, that
  * happened in the first measured run of every process: +10 to +15 % of
  * instructions per request for a 1 KiB GET, on every side (BENCHMARKS.md,
- * "Findings"). After four bursts it no longer shows.
+ * "Method"). After four bursts it no longer shows.
  */
 async function warmUp (port, request, connections) {
   const bursts = Math.max(2, Math.round(config.warmup / WARMUP_BURST))
@@ -448,7 +454,7 @@ async function runRequests (scenario, servers) {
       instructionsPerRequest: instructions === null ? null : instructions / requests,
       latencyP50: result.latency.p50
     }
-  }, config.mode)
+  }, modeOf(scenario))
   return summarize(runs, { rate: 'rps', cost: 'cpuPerRequest', insn: 'instructionsPerRequest' }, (list) => ({
     latencyP50: median(list.map((r) => r.latencyP50))
   }))
@@ -485,7 +491,7 @@ async function runUploads (scenario, servers) {
       kernelGrowth,
       peak: Math.max(memory.peak, memory.kernelPeak ?? 0)
     }
-  }, 'alternate')
+  }, modeOf(scenario))
   return summarize(runs, { rate: 'mibps', cost: 'cpuPerMiB', insn: 'instructionsPerMiB' }, (list) => ({
     maxGrowth: Math.max(...list.map((r) => r.growth)),
     medianGrowth: median(list.map((r) => r.growth)),
@@ -544,7 +550,7 @@ function evaluate ({ scenario, hashes, sides }) {
   const [subject, base] = sides
   // Run concurrently, the sides shared the server core: each ran at about
   // 1/slots of the rate it would reach alone.
-  const slots = config.mode === 'concurrent' && scenario.kind !== 'upload' ? sides.length : 1
+  const slots = modeOf(scenario) === 'concurrent' ? sides.length : 1
   const refIndex = scenario.sides.findIndex((s) => s.key === 'hash')
   const ref = refIndex === -1 ? null : sides[refIndex]
   const budget = scenario.budget
@@ -691,7 +697,7 @@ function report (results) {
         notes.push(note)
       }
     }
-    if (config.mode === 'concurrent' && scenario.kind !== 'upload') {
+    if (modeOf(scenario) === 'concurrent') {
       // Sharing the server core, every side busy gets the same share; a side
       // well below the others was waiting for its client, and its throughput
       // then flatters it: the CPU ratio still compares costs per request.
@@ -755,7 +761,7 @@ async function main () {
   const machine = describeMachine()
   console.log(`fastify-digest-fields benchmarks: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, ` +
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
-  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? 'the sides of a round at the same time (scenario 6: alternating)' : 'sides alternating (A B, B A, ...)'}, ` +
+  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? 'the sides of a round at the same time in scenarios 1-2, alternating (A B, B A, ...) in the others' : 'sides alternating (A B, B A, ...)'}, ` +
     `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
     `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}`)
   const results = []

@@ -132,6 +132,8 @@ function compressedScenario (id, syncThreshold, path) {
 const scenarios = [
   {
     id: '1',
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
     title: 'GET 1 KiB JSON, no Want-*',
     sides: [{ key: 'plugin', label: 'plugin (defaults)', plugin: {} }, bare],
     async setup (app, side) {
@@ -150,6 +152,8 @@ const scenarios = [
   },
   {
     id: '2',
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
     title: 'GET 1 KiB JSON, unsolicited sha-256 both fields',
     sides: [{ key: 'plugin', label: 'plugin', plugin: BOTH_SHA256 }, bare, byHand],
     async setup (app, side) {
