@@ -725,7 +725,7 @@ function report (results) {
   if (rows.length > 1) out.push(table(rows), '')
   if (uploadRows.length > 1) out.push(table(uploadRows), '')
   if (notes.length > 0) out.push(...notes, '')
-  if (hashRows.length > 1) out.push('node:crypto sha-256 in the plugin side\'s server process, idle (median of 7 batches):', table(hashRows), '')
+  if (hashRows.length > 1) out.push('node:crypto sha-256 in the first side\'s server process (the plugin\'s; in 2p the by-hand hook\'s), idle (median of 7 batches):', table(hashRows), '')
   out.push(table(budgetRows, [0, 1, 4]))
   console.log(out.join('\n'))
   return failed

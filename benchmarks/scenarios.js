@@ -1,12 +1,13 @@
 'use strict'
 
 // The benchmark scenarios. Each one has sides: the first is the subject (the
-// plugin; in 2p the by-hand hook in a plugin's place), the second the baseline
-// the budget compares it with, any further side is shown for information. `setup` runs in a server process (see
-// server.js) and builds one side's Fastify app; everything else runs in the
-// runner (run.js): the request autocannon sends, the checks made on one
-// response of each side before measuring, the sha-256 passes the scenario
-// cannot avoid (its "bare + hash" reference), and the budget line.
+// plugin; in 2p the by-hand hook in a plugin's place), the second the
+// baseline the budget compares it with, any further side is shown for
+// information. `setup` runs in a server process (see server.js) and builds
+// one side's Fastify app; everything else runs in the runner (run.js): the
+// request autocannon sends, the checks made on one response of each side
+// before measuring, the sha-256 passes the scenario cannot avoid (its
+// "bare + hash" reference), and the budget line.
 
 const { createHash, hash } = require('node:crypto')
 const { KiB, MiB, randomBytes, jsonObject, text, uploadChunks } = require('./payloads')
