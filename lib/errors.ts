@@ -40,6 +40,9 @@ export const FST_DIGEST_INVALID_ENCODING = createError(
 export const FST_DIGEST_CONTENT_TOO_LARGE = createError(
   'FST_DIGEST_CONTENT_TOO_LARGE', 'Cannot verify the %s field: the decoded content exceeds the body limit of %s bytes', 413)
 
+export const FST_DIGEST_UNREAD_TOO_LARGE = createError(
+  'FST_DIGEST_UNREAD_TOO_LARGE', 'Cannot verify the %s field: the route answered before reading the body, and the rest exceeds its body limit of %s bytes', 413)
+
 export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
@@ -52,5 +55,6 @@ export const errors = {
   FST_DIGEST_MISSING,
   FST_DIGEST_UNSUPPORTED_ENCODING,
   FST_DIGEST_INVALID_ENCODING,
-  FST_DIGEST_CONTENT_TOO_LARGE
+  FST_DIGEST_CONTENT_TOO_LARGE,
+  FST_DIGEST_UNREAD_TOO_LARGE
 } as const satisfies Record<DigestErrorCode, unknown>

@@ -31,7 +31,7 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
 
   const installers: RouteHookInstaller[] = [
     installResponseDigests(fastify as FastifyInstance, params),
-    installRequestVerification(fastify as FastifyInstance, params)
+    installRequestVerification(fastify as FastifyInstance)
   ]
 
   fastify.addHook('onRoute', function digestOnRoute (routeOptions) {

@@ -1,41 +1,42 @@
-// Request verification (DESIGN.md §3): Content-Digest, Repr-Digest and the
-// legacy Digest of request content, checked as the body streams.
+// Request verification (docs/design.md, "Requests"): Content-Digest,
+// Repr-Digest and the legacy Digest of request content, checked as the body
+// streams, whoever reads it.
 //
 // Every hook is route-level, added in onRoute (with a microtask, after every
 // onRoute hook's synchronous changes) to the routes that verify and answer a
 // method with a body: other routes, GETs above all, pay nothing. In
 // lifecycle order:
-// * the first route-level preParsing hook (before @fastify/compress's
-//   decompressor, which compress unshifts): parses the header fields, refuses
+// * the first route-level onRequest hook: parses the header fields, refuses
 //   what can be refused before reading (malformed field, impossible value
-//   length, missing or unsupported digest under `verify: 'required'`), checks
-//   empty content at once (digests of the empty string), and otherwise
-//   replaces the body stream with a lazy hashing stream over the bytes as
-//   received (`head`). A default-mode Repr-Digest of a request with
-//   Content-Encoding is hashed over the decoded bytes: `head` feeds a decoder
-//   on the side (node:zlib, capped at the route's bodyLimit) from the first
-//   byte on. Instance-level preParsing hooks run before it (fastify's order):
-//   the README says what that means for a decoder added that way.
-// * the last route-level preParsing hook (after any decoder): when compress
-//   decodes the content, the side decoder is dropped and the decoded bytes are
-//   hashed after compress instead; when nothing can decode the coding, 415.
-//   When anything stands after `head`, a second lazy stream (`tail`) becomes
-//   the final stream, forwarding `receivedEncodedLength`.
-// * the final stream's end: every digest is compared (header fields, and
-//   trailer fields; a trailer's algorithms are only known at the end, so
-//   every enabled one is hashed when the Trailer header field announces a
-//   digest field). `head` never errors when it is not the final stream:
-//   compress rewrites errors raised upstream of its decompressor.
-// * the first route-level preValidation hook: a parsed body (rawBody parsers)
-//   has been read to the end by now, so a failed check is answered here with
-//   application/problem+json. When the check has not finished yet, a
-//   stream-passing parser is in use (the handler reads later) or the route
-//   reads `request.raw`: a failure is then raised as an error of the final
-//   stream (the handler sees it instead of a clean end), and the first
-//   route-level onSend hook turns fastify's default error body for that
-//   error into the problem details (before the response digests are taken).
+//   length, missing or unsupported digest under `verify: 'required'`), and
+//   taps the body at its source, `request.raw` (source-tap.ts): every byte
+//   pushed into it is hashed, whether fastify's parser, a handler reading
+//   `request.raw` or @fastify/multipart reads it, over HTTP/1.1 and HTTP/2,
+//   with or without a length. "No body" is an empty stream, never a missing
+//   Content-Length. The end of the body is held back until it is checked.
+//   A default-mode Repr-Digest of a request with Content-Encoding is hashed
+//   over the decoded bytes: the tap feeds a decoder on the side (node:zlib,
+//   capped at the route's bodyLimit).
+// * the last route-level preParsing hook (after any decoder): when
+//   @fastify/compress decodes the content, the side decoder is dropped and
+//   the decoded bytes are hashed after compress instead (`tail`, then the
+//   final stream, whose end is the final check); when nothing can decode
+//   the coding, 415.
+// * the final check (the end of the source, or of `tail`): every digest is
+//   compared (header fields, and trailer fields; a trailer's algorithms are
+//   only known at the end, so every enabled one is hashed when the Trailer
+//   header field announces a digest field). Before preValidation (a parsed
+//   body) a failure is recorded and preValidation answers it with
+//   application/problem+json; after it (the handler reads the body) the
+//   failure is raised on the stream the handler reads, which then errors
+//   instead of ending.
+// * the first route-level onSend hook: a reply to a body that failed is
+//   the problem (unless the application's error handler answered with an
+//   error status); a success sent before the body was read to its end waits
+//   while the rest is read and checked (within bodyLimit), except under
+//   'if-present' when nobody started reading it (reason 'unread').
 // GET, HEAD and TRACE bodies are never read by fastify: nothing is checked
-// there (a Repr-Digest on them is the conditional of DESIGN.md §2).
+// there (a Repr-Digest on them is the conditional of docs/design.md).
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { IncomingHttpHeaders } from 'node:http'
@@ -46,6 +47,7 @@ import { parseDigestField, parseLegacyDigest } from './fields'
 import { usableAlgorithms, verifyDigests } from './verification'
 import { wantAdvertisement } from './negotiation'
 import { digestAll, LazyDigestStream, type DigestResults, type EndCheck } from './digest-stream'
+import { SourceTap, type TapEnd } from './source-tap'
 import { contentCoding, createContentDecoder, DecodingTap, DECODABLE_CODINGS } from './content-decoding'
 import {
   blankProblem,
@@ -65,7 +67,8 @@ import {
   FST_DIGEST_MISMATCH,
   FST_DIGEST_MISSING,
   FST_DIGEST_UNSUPPORTED_ALGORITHM,
-  FST_DIGEST_UNSUPPORTED_ENCODING
+  FST_DIGEST_UNSUPPORTED_ENCODING,
+  FST_DIGEST_UNREAD_TOO_LARGE
 } from './errors'
 
 /** A digest claim about the request content: one field, header or trailer. */
@@ -89,20 +92,26 @@ interface RequestState {
   /** The request's content coding (null: none), when Repr-Digest is checked decoded. */
   coding: string | null
   decodedAlgorithms: DigestAlgorithm[]
-  head: LazyDigestStream
+  /** Hashes the bytes as received, at request.raw. */
+  tap: SourceTap
+  /** Hashes the decoded bytes after @fastify/compress's decoder. */
   tail: LazyDigestStream | null
   side: DecodingTap | null
   /** The route's bodyLimit, which caps decoding on the side. */
   limit: number
-  /** The route-level hook has run (it decides whether `tail` exists). */
+  /** The route's last preParsing hook has run (it decides whether `tail` exists). */
   routed: boolean
-  /** `head` ended before the route-level hook ran: its end waits for it. */
-  headEnd: ((err?: Error | null) => void) | null
+  /** The source ended before that hook ran: its release waits for it. */
+  sourceEnd: ((err?: Error | null) => void) | null
   /** preValidation ran: a failure found later must be raised on the stream. */
   validated: boolean
+  /** The final check has run. */
+  done: boolean
   failure: Failure | null
-  /** The error raised on the final stream, until onSend has rewritten its body. */
-  raised: Failure | null
+  /** The problem has been sent for this request. */
+  answered: boolean
+  /** An onSend hook waiting for the final check. */
+  waiting: (() => void) | null
 }
 
 type StateHolder = Record<symbol, RequestState | null>
@@ -190,6 +199,8 @@ function blankFailure (params: DigestParams, error: Failure['error'], extraHeade
 }
 
 function sendFailure (reply: FastifyReply, failure: Failure): void {
+  const state = getState(reply.request)
+  if (state !== null) state.answered = true
   reply
     .code(failure.error.statusCode)
     .headers(failure.headers)
@@ -306,11 +317,19 @@ function readTrailerClaims (request: FastifyRequest, state: RequestState): Claim
   return readClaims(trailers, state.params, state.coding !== null)
 }
 
-function finish (request: FastifyRequest, state: RequestState, callback: (err?: Error | null) => void): void {
-  const { params } = state
+/** The failure of the whole body, or null; sets request.digestVerification. */
+function judgeBody (request: FastifyRequest, state: RequestState): Failure | null {
+  const { params, tap } = state
+  if (tap.partial) {
+    // Read before the verifier could see it: never verified.
+    setVerification(request, { verified: false, reason: 'unread', fields: [] })
+    return params.verify === 'required' ? blankFailure(params, new FST_DIGEST_MISSING()) : null
+  }
   let failure: Failure | null = null
   let fields: FieldVerification[] = []
-  const decoded = state.decodedAlgorithms.length > 0 ? decodedResults(state) : EMPTY
+  const decoded = state.decodedAlgorithms.length === 0
+    ? EMPTY
+    : tap.bytes === 0 ? digestAll(state.decodedAlgorithms, Buffer.alloc(0)) : decodedResults(state)
   if (decoded instanceof Map) {
     let claims = state.claims
     try {
@@ -319,64 +338,103 @@ function finish (request: FastifyRequest, state: RequestState, callback: (err?: 
       failure = blankFailure(params, err as Failure['error'])
     }
     if (failure === null) {
-      const checked = check(claims, params, state.head.digests as DigestResults, decoded)
+      const checked = check(claims, params, tap.digests as DigestResults, decoded)
       fields = checked.map((c) => c.verification)
-      failure = judge(checked, params, params.verify === 'required')
+      // Under 'required' an empty body needs no digest.
+      failure = judge(checked, params, params.verify === 'required' && tap.bytes > 0)
     }
   } else {
     failure = decoded
   }
-  if (failure === null) {
-    setVerification(request, summarize(fields, 'no-digest'))
+  setVerification(request, failure === null
+    ? summarize(fields, tap.bytes === 0 ? 'no-body' : 'no-digest')
+    : { verified: false, reason: 'failed', fields })
+  return failure
+}
+
+/**
+ * The final check, at the end of the final stream. A failure found before
+ * preValidation (a parsed body) is answered there; later (a handler reading
+ * the body itself) it is raised on the stream the handler reads.
+ */
+function finish (request: FastifyRequest, state: RequestState, callback: (err?: Error | null) => void): void {
+  if (state.done) {
+    // Empty content was judged at the end of the source already.
     callback()
     return
   }
+  const failure = judgeBody(request, state)
+  state.done = true
   state.failure = failure
-  setVerification(request, { verified: false, reason: 'failed', fields })
-  if (!state.validated) {
-    // A parsed body: preValidation runs next and answers.
-    callback()
+  const waiting = state.waiting
+  state.waiting = null
+  if (failure === null || !state.validated) callback()
+  else callback(failure.error)
+  waiting?.()
+}
+
+/** The end of the bytes as received: the final check, unless `tail` (after a decoder) comes later. */
+function endSource (request: FastifyRequest, state: RequestState, release: (err?: Error | null) => void): void {
+  if (!state.routed) {
+    // The body ended before the route's last preParsing hook ran (an eager
+    // reader before it): that hook decides whether `tail` comes.
+    state.sourceEnd = release
     return
   }
-  state.raised = failure
-  callback(failure.error)
+  // Empty content needs no decoding: every digest is of the empty string.
+  if (state.tail === null || state.tap.bytes === 0) finish(request, state, release)
+  else release()
 }
 
 // ---------------------------------------------------------------------------
 // Hooks
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
+type HookDone = (err?: Error) => void
 
 // The end-of-body checks are built by these small functions, not inside the
-// hooks. Measured (BENCHMARKS.md, "Findings", session 5): the same closure
-// created inside onPreParsing made the in-flight requests survive scavenges
-// and be promoted to the old generation with their body chunks, ≈3 KB per
-// request and 7–9 mark-compacts per 400 requests of 1 MiB (≈1.5 M
-// instructions per request of garbage collection); built here, none. Why V8
-// treats the two closures differently was not worked out.
+// hooks. Measured (docs/benchmarks.md, "Findings", session 5): the same
+// closure created inside the hook made in-flight requests survive scavenges
+// and be promoted to the old generation with their body chunks.
 
-/** The head stream's end check: at once when routed, else when onRoutePreParsing runs. */
-function headEndCheck (request: FastifyRequest, state: RequestState): EndCheck {
-  return (callback) => {
-    if (!state.routed) state.headEnd = callback
-    else endHead(request, state, callback)
-  }
+function sourceEndCheck (request: FastifyRequest, state: RequestState): TapEnd {
+  return (release) => endSource(request, state, release)
 }
 
-/** The tail stream's end check: the final one. */
 function tailEndCheck (request: FastifyRequest, state: RequestState): EndCheck {
   return (callback) => finish(request, state, callback)
 }
 
-function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: ParsingDone, params: DigestParams): void {
+/**
+ * `tail` closed before its end (the decoder failed, or its reader gave up):
+ * nothing was verified. A reply that waits for the check gets the failure.
+ */
+function tailClosed (request: FastifyRequest, state: RequestState): () => void {
+  return () => {
+    if (state.done) return
+    state.done = true
+    setVerification(request, { verified: false, reason: 'failed', fields: [] })
+    const waiting = state.waiting
+    if (waiting === null) return
+    state.waiting = null
+    state.failure = blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING('Repr-Digest', state.coding))
+    waiting()
+  }
+}
+
+/**
+ * The first route-level onRequest hook: reads the claims, refuses what can
+ * be refused before reading, and taps the body at its source
+ * (`request.raw`), before any reader, instance-level preParsing hooks
+ * included, can start.
+ */
+function onRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
   // Nothing to check (request.digestVerification says why: defaultVerification).
   if (BODYLESS.has(request.method)) {
-    done(null, payload)
+    done()
     return
   }
   const headers = request.headers
-  const content = hasContent(headers)
-
   const coding = params.strict ? null : contentCoding(headers['content-encoding'])
   let claims: Claim[]
   try {
@@ -391,20 +449,6 @@ function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Re
   const invalid = judge(check(claims, params, EMPTY, EMPTY), params, false)
   if (invalid !== null) {
     sendFailure(reply, invalid)
-    return
-  }
-
-  if (!content) {
-    // No content: every digest is of the empty string (RFC 9530 §3), decoded or not.
-    const empty = claims.length === 0 ? EMPTY : digestAll(params.algorithms, Buffer.alloc(0))
-    const checked = check(claims, params, empty, empty)
-    const failure = judge(checked, params, false)
-    if (failure !== null) {
-      sendFailure(reply, failure)
-      return
-    }
-    setVerification(request, summarize(checked.map((c) => c.verification), 'no-body'))
-    done(null, payload)
     return
   }
 
@@ -423,50 +467,62 @@ function onPreParsing (request: FastifyRequest, reply: FastifyReply, payload: Re
   }
 
   if (received.size === 0 && decoded.size === 0) {
-    const checked = check(claims, params, EMPTY, EMPTY)
-    const failure = judge(checked, params, params.verify === 'required')
-    if (failure !== null) {
-      sendFailure(reply, failure)
+    const required = params.verify === 'required'
+    // Whether there is content is known from the bytes, not from the
+    // headers (an HTTP/2 request, or a chunked one, has no Content-Length):
+    // only a Content-Length of 0 says "empty" up front. Under `required` an
+    // empty body needs no digest; a body of unknown length is counted.
+    const empty = headers['content-length'] === '0'
+    if (!required || empty || headers['content-length'] !== undefined) {
+      const checked = check(claims, params, EMPTY, EMPTY)
+      const failure = judge(checked, params, required && !empty)
+      if (failure !== null) {
+        sendFailure(reply, failure)
+        return
+      }
+      setVerification(request, { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: checked.map((c) => c.verification) })
+      done()
       return
     }
-    setVerification(request, { verified: false, reason: 'no-digest', fields: checked.map((c) => c.verification) })
-    done(null, payload)
-    return
   }
 
-  const head = new LazyDigestStream(payload, received)
+  let side: DecodingTap | null = null
+  const limit = request.routeOptions.bodyLimit as number
+  if (decoded.size > 0) {
+    // Decode on the side from the first byte on; the route's last
+    // preParsing hook drops this when @fastify/compress turns out to decode
+    // the content itself.
+    const decoder = createContentDecoder(coding as string)
+    if (decoder !== null) side = new DecodingTap(decoder, decoded, limit)
+  }
   const state: RequestState = {
     params,
     claims,
     coding,
     decodedAlgorithms: [...decoded],
-    head,
+    tap: new SourceTap(request.raw, received, side),
     tail: null,
-    side: null,
-    limit: request.routeOptions.bodyLimit as number,
+    side,
+    limit,
     routed: false,
-    headEnd: null,
+    sourceEnd: null,
     validated: false,
+    done: false,
     failure: null,
-    raised: null
+    answered: false,
+    waiting: null
   }
-  if (decoded.size > 0) {
-    // Decode on the side from the first byte on; the route-level hook drops
-    // this when @fastify/compress turns out to decode the content itself.
-    const decoder = createContentDecoder(coding as string)
-    if (decoder !== null) {
-      state.side = new DecodingTap(decoder, decoded, state.limit)
-      head.tap(state.side)
-    }
-  }
-  head.endCheck = headEndCheck(request, state)
   ;(request as unknown as StateHolder)[kRequestState] = state
   setVerification(request, { verified: false, reason: 'unread', fields: [] })
-  done(null, head)
+  state.tap.onEnd = sourceEndCheck(request, state)
+  // A body that had fully arrived before the tap: checked now, before any reader.
+  state.tap.checkEnded()
+  done()
 }
 
 type EncodedLengthStream = Readable & { receivedEncodedLength?: unknown }
 
+/** The last route-level preParsing hook: after any decoder. */
 function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payload: EncodedLengthStream, done: ParsingDone): void {
   const state = getState(request)
   if (state === null) {
@@ -474,59 +530,70 @@ function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payloa
     return
   }
   state.routed = true
-  // A stream after `head` that reports receivedEncodedLength is a decoder
+  // A stream that reports receivedEncodedLength is a decoder
   // (@fastify/compress's decompressor): it gives us the decoded bytes.
-  const decodedUpstream = payload !== state.head && typeof payload.receivedEncodedLength === 'number'
+  const decodedUpstream = typeof payload.receivedEncodedLength === 'number'
+  let final: Readable = payload
   if (state.decodedAlgorithms.length > 0) {
     if (decodedUpstream) {
-      state.head.untap()
+      state.tap.untapSide()
       state.side = null
+      // The final stream is ours, hashing the decoded bytes; it forwards
+      // receivedEncodedLength for fastify's length checks
+      // (docs/design.md, "Request decoding").
+      const tail = new LazyDigestStream(payload, state.decodedAlgorithms, state.limit)
+      Object.defineProperty(tail, 'receivedEncodedLength', { get: () => payload.receivedEncodedLength })
+      tail.endCheck = tailEndCheck(request, state)
+      tail.once('close', tailClosed(request, state))
+      state.tail = tail
+      final = tail
     } else if (state.side === null) {
       // Nothing decodes this coding for the route, so its Repr-Digest cannot
       // be checked: 415, naming the codings we can decode (RFC 9110 §15.5.16).
+      state.tap.stop()
       const error = new FST_DIGEST_UNSUPPORTED_ENCODING('Repr-Digest', state.coding)
       sendFailure(reply, blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') }))
       return
     }
   }
-  let final: Readable = payload
-  if (payload !== state.head) {
-    // Something stands after `head` (compress's decompressor): the final
-    // stream is ours again, so that a failure can be raised where the
-    // consumer sees it. It forwards receivedEncodedLength for fastify's
-    // length checks.
-    const tail = decodedUpstream
-      ? new LazyDigestStream(payload, state.decodedAlgorithms, state.limit)
-      : new LazyDigestStream(payload, [])
-    if (payload.receivedEncodedLength !== undefined) {
-      Object.defineProperty(tail, 'receivedEncodedLength', { get: () => payload.receivedEncodedLength })
-    }
-    tail.endCheck = tailEndCheck(request, state)
-    state.tail = tail
-    final = tail
-  }
-  const headEnd = state.headEnd
-  if (headEnd !== null) {
-    // An eager stream after `head` read it to the end before this hook ran.
-    state.headEnd = null
-    endHead(request, state, headEnd)
+  const sourceEnd = state.sourceEnd
+  if (sourceEnd !== null) {
+    state.sourceEnd = null
+    endSource(request, state, sourceEnd)
   }
   done(null, final)
 }
 
-/** The end of `head`: the final check when it is the final stream. */
-function endHead (request: FastifyRequest, state: RequestState, callback: (err?: Error | null) => void): void {
-  if (state.tail === null) finish(request, state, callback)
-  else callback()
-}
-
-function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
   const state = getState(request)
   if (state === null) {
     done()
     return
   }
   state.validated = true
+  if (!state.done && parsesNothing(request.headers)) {
+    // fastify runs the handler at once for a request it takes to have no
+    // body (no Content-Type, no Content-Length or 0, no Transfer-Encoding:
+    // lib/handle-request.js:55-65), whatever arrives over HTTP/2 or from a
+    // Readable injected: see whether anything does before the handler runs.
+    // An empty body is judged now; content is left to its reader (or to the
+    // reply check).
+    let waited = false
+    const resume = (): void => {
+      if (waited) return
+      waited = true
+      state.waiting = null
+      answerValidation(reply, state, done)
+    }
+    state.waiting = resume
+    state.tap.awaitData(resume)
+    request.raw.read(0)
+    return
+  }
+  answerValidation(reply, state, done)
+}
+
+function answerValidation (reply: FastifyReply, state: RequestState, done: HookDone): void {
   if (state.failure !== null) {
     sendFailure(reply, state.failure)
     return
@@ -534,29 +601,89 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: (e
   done()
 }
 
-/** Whether `payload` is fastify's default error body for `error`. */
-function isDefaultErrorBody (payload: string, error: Failure['error']): boolean {
+/** No Content-Type, and no content by the length fields (fastify then parses nothing). */
+function parsesNothing (headers: IncomingHttpHeaders): boolean {
+  return headers['content-type'] === undefined && !hasContent(headers)
+}
+
+/**
+ * Whether `payload` is fastify's default error body (its default error
+ * handler's serialization: statusCode, code, error, message), e.g. for the
+ * digest error a handler rethrew, or for @fastify/compress's rewrite of it
+ * when its decoder stood between the body and the handler.
+ */
+function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
+  if (typeof payload !== 'string') return false
   try {
-    const body = JSON.parse(payload) as { code?: unknown, message?: unknown }
-    return body.code === error.code && body.message === error.message
+    const body = JSON.parse(payload) as { statusCode?: unknown, error?: unknown, message?: unknown }
+    return body.statusCode === statusCode && typeof body.error === 'string' && typeof body.message === 'string'
   } catch {
     return false
   }
 }
 
-function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
-  const state = getState(request)
-  const raised = state?.raised ?? null
-  if (raised === null || typeof payload !== 'string' || !isDefaultErrorBody(payload, raised.error)) {
+type SendDone = (err: Error | null, payload?: unknown) => void
+
+/** The reply to a request whose body failed: the problem, unless the application answered the error itself. */
+function answerFailure (reply: FastifyReply, state: RequestState, failure: Failure, payload: unknown, done: SendDone): void {
+  if (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode)) {
+    // An error handler of the application's answered (with an error status).
     done(null, payload)
     return
   }
-  ;(state as RequestState).raised = null
-  reply.headers(raised.headers).header('content-type', PROBLEM_CONTENT_TYPE).removeHeader('content-length')
-  done(null, JSON.stringify(raised.problem))
+  state.answered = true
+  // Whatever the handler meant to send (a success for a body that failed,
+  // or fastify's default error body), the answer is the problem.
+  if (isStream(payload)) (payload as Readable).destroy()
+  reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE).removeHeader('content-length')
+  done(null, JSON.stringify(failure.problem))
 }
 
-export function installRequestVerification (fastify: FastifyInstance, _params: DigestParams): RouteHookInstaller {
+/**
+ * The first route-level onSend hook (before the response digests). A
+ * success for a body that is still arriving waits for its end and its
+ * check; a body that failed gets the problem instead of the reply.
+ */
+function isStream (payload: unknown): boolean {
+  return payload !== null && typeof payload === 'object' && typeof (payload as Readable).pipe === 'function'
+}
+
+function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
+  const state = getState(request)
+  if (state === null || state.answered) {
+    done(null, payload)
+    return
+  }
+  if (state.done) {
+    if (state.failure === null) done(null, payload)
+    else answerFailure(reply, state, state.failure, payload, done)
+    return
+  }
+  if (reply.statusCode >= 400 || isStream(payload)) {
+    // An error answer claims nothing about the body. A stream may be fed by
+    // the body itself (an echo): it cannot wait for the end, and a failure
+    // still reaches it through the body stream it reads.
+    if (reply.statusCode >= 400) state.tap.stop()
+    done(null, payload)
+    return
+  }
+  // Read the rest (within the route's bodyLimit) and check it before the
+  // answer goes out: never a success for a body that was not checked.
+  state.validated = true
+  state.waiting = () => onSend(request, reply, payload, done)
+  state.tap.limitRest(state.limit, () => {
+    const failure = blankFailure(state.params, new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit)), { connection: 'close' })
+    setVerification(request, { verified: false, reason: 'failed', fields: [] })
+    state.done = true
+    state.failure = failure
+    state.waiting = null
+    onSend(request, reply, payload, done)
+  })
+  if (state.tail !== null) state.tail.resume()
+  if (request.raw.readableFlowing === null) request.raw.resume()
+}
+
+export function installRequestVerification (fastify: FastifyInstance): RouteHookInstaller {
   fastify.decorateRequest(kRequestState as unknown as string, null)
   fastify.decorateRequest(kVerification as unknown as string, null)
   fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
@@ -569,17 +696,19 @@ export function installRequestVerification (fastify: FastifyInstance, _params: D
       // so that the routes without verification pay nothing.
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (methods.every((m) => BODYLESS.has(m.toUpperCase()))) return
-      function digestVerifyHead (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Readable, done: ParsingDone): void {
-        onPreParsing(request, reply, payload, done, params)
+      function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+        onRequest(request, reply, done, params)
       }
       // Queued so it lands after every onRoute hook's synchronous changes:
       // @fastify/compress unshifts its decompressor, in either registration
-      // order (docs/fastify-behaviour.md §2.5). The head hook goes first (the
-      // bytes as received), the route-level one last (after any decoder);
-      // the preValidation answer and the error-body rewrite come before any
-      // other route-level hook.
+      // order (docs/design.md, "Hook placement"). The tap is placed by the
+      // first route-level onRequest hook, the decoded bytes are taken after
+      // the last route-level preParsing hook (after any decoder); the
+      // preValidation answer and the reply check come before any other
+      // route-level hook of theirs.
       queueMicrotask(() => {
-        routeOptions.preParsing = [digestVerifyHead, ...hookList(routeOptions.preParsing), onRoutePreParsing] as RouteOptions['preParsing']
+        routeOptions.onRequest = [digestVerifyRequest, ...hookList(routeOptions.onRequest)] as RouteOptions['onRequest']
+        routeOptions.preParsing = [...hookList(routeOptions.preParsing), onRoutePreParsing] as RouteOptions['preParsing']
         routeOptions.preValidation = [onPreValidation, ...hookList(routeOptions.preValidation)] as RouteOptions['preValidation']
         routeOptions.onSend = [onSend, ...hookList(routeOptions.onSend)] as RouteOptions['onSend']
       })
