@@ -382,7 +382,10 @@ function endSource (request: FastifyRequest, state: RequestState, release: (err?
     return
   }
   // Empty content needs no decoding: every digest is of the empty string.
-  if (state.tail === null || state.tap.bytes === 0) finish(request, state, release)
+  // A tail that is gone (its reader gave up) has nothing to add unless it
+  // was hashing decoded bytes.
+  const tail = state.tail
+  if (tail === null || state.tap.bytes === 0 || (tail.destroyed && state.decodedAlgorithms.length === 0)) finish(request, state, release)
   else release()
 }
 
@@ -405,6 +408,8 @@ function tailEndCheck (request: FastifyRequest, state: RequestState): EndCheck {
   return (callback) => finish(request, state, callback)
 }
 
+function noop (): void {}
+
 /**
  * `tail` closed before its end (the decoder failed, or its reader gave up):
  * nothing was verified. A reply that waits for the check gets the failure.
@@ -412,6 +417,11 @@ function tailEndCheck (request: FastifyRequest, state: RequestState): EndCheck {
 function tailClosed (request: FastifyRequest, state: RequestState): () => void {
   return () => {
     if (state.done) return
+    if (state.decodedAlgorithms.length === 0) {
+      // Nothing was hashed after request.raw: the end of the source decides.
+      if (state.tap.digests !== null) finish(request, state, noop)
+      return
+    }
     state.done = true
     setVerification(request, { verified: false, reason: 'failed', fields: [] })
     const waiting = state.waiting
@@ -533,20 +543,11 @@ function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payloa
   // A stream that reports receivedEncodedLength is a decoder
   // (@fastify/compress's decompressor): it gives us the decoded bytes.
   const decodedUpstream = typeof payload.receivedEncodedLength === 'number'
-  let final: Readable = payload
+  const decodeHere = state.decodedAlgorithms.length > 0 && decodedUpstream
   if (state.decodedAlgorithms.length > 0) {
     if (decodedUpstream) {
       state.tap.untapSide()
       state.side = null
-      // The final stream is ours, hashing the decoded bytes; it forwards
-      // receivedEncodedLength for fastify's length checks
-      // (docs/design.md, "Request decoding").
-      const tail = new LazyDigestStream(payload, state.decodedAlgorithms, state.limit)
-      Object.defineProperty(tail, 'receivedEncodedLength', { get: () => payload.receivedEncodedLength })
-      tail.endCheck = tailEndCheck(request, state)
-      tail.once('close', tailClosed(request, state))
-      state.tail = tail
-      final = tail
     } else if (state.side === null) {
       // Nothing decodes this coding for the route, so its Repr-Digest cannot
       // be checked: 415, naming the codings we can decode (RFC 9110 §15.5.16).
@@ -555,6 +556,24 @@ function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payloa
       sendFailure(reply, blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') }))
       return
     }
+  }
+  let final: Readable = payload
+  if (payload !== request.raw) {
+    // Something stands between request.raw and the parser (a decoder such
+    // as @fastify/compress's, or another plugin's stream): the final stream
+    // is ours again, so that a failure is raised where the reader sees it
+    // (an error of request.raw does not cross a pipe(), and compress
+    // rewrites it). After a decoder it hashes the decoded bytes, and it
+    // forwards receivedEncodedLength for fastify's length checks
+    // (lib/content-type-parser.js rawBody).
+    const tail = new LazyDigestStream(payload, decodeHere ? state.decodedAlgorithms : [], state.limit)
+    if (decodedUpstream) {
+      Object.defineProperty(tail, 'receivedEncodedLength', { get: () => payload.receivedEncodedLength })
+    }
+    tail.endCheck = tailEndCheck(request, state)
+    tail.once('close', tailClosed(request, state))
+    state.tail = tail
+    final = tail
   }
   const sourceEnd = state.sourceEnd
   if (sourceEnd !== null) {
@@ -680,7 +699,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
     onSend(request, reply, payload, done)
   })
   if (state.tail !== null) state.tail.resume()
-  if (request.raw.readableFlowing === null) request.raw.resume()
+  if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
 export function installRequestVerification (fastify: FastifyInstance): RouteHookInstaller {

@@ -101,7 +101,7 @@ export class SourceTap {
     this.#overLimit = overLimit
   }
 
-  /** Call `wake` once, on the next tick after the first byte or the end arrives. */
+  /** Call `wake` once, on the next tick after the first byte arrives (the end is the end check's). */
   awaitData (wake: () => void): void {
     this.#wake = wake
   }
@@ -136,7 +136,6 @@ export class SourceTap {
     if (chunk === null) {
       this.ended = true
       this.#end(true)
-      this.#woken()
       return false
     }
     this.#woken()

@@ -210,10 +210,11 @@ test('keep-alive: a refusal before reading, and a handler that stops reading, le
   const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
     app.addContentTypeParser('application/x-partial', (_req, payload, done) => done(null, payload))
     app.post('/partial', async (request) => {
-      // Read one chunk, then give up on the rest.
-      const body = request.body as NodeJS.ReadableStream & { destroy (): void }
+      // Read one chunk, then stop reading and answer: the verifier reads
+      // and checks the rest before the answer goes out.
+      const body = request.body as NodeJS.ReadableStream
       await once(body, 'data')
-      body.destroy()
+      body.pause()
       return { verification: request.digestVerification }
     })
   })
@@ -232,7 +233,12 @@ test('keep-alive: a refusal before reading, and a handler that stops reading, le
 
   const partial = await upload(port, { path: '/partial', agent, headers: { 'content-type': 'application/x-partial', 'content-length': String(big.length), 'content-digest': sf(big) }, chunks: [big] })
   t.equal(partial.status, 200)
-  t.same(JSON.parse(partial.body), { verification: { verified: false, reason: 'unread', fields: [] } })
+  t.same(JSON.parse(partial.body), { verification: { verified: false, reason: 'unread', fields: [] } }, 'the handler answered before the end')
+  const corrupt = Buffer.from(big)
+  corrupt[big.length - 1] = 0x72
+  const wrong = await upload(port, { path: '/partial', agent, headers: { 'content-type': 'application/x-partial', 'content-length': String(big.length), 'content-digest': sf(big) }, chunks: [corrupt] })
+  t.equal(wrong.status, 400, 'the rest is checked before the answer goes out')
+  t.equal(JSON.parse(wrong.body).code, 'FST_DIGEST_MISMATCH')
   const last = await upload(port, { path: '/json', agent, headers: { 'content-type': 'text/plain', 'content-digest': sf('abc') }, chunks: ['abc'] })
   t.equal(last.status, 200)
   t.equal(last.reused, true, 'same connection')

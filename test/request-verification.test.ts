@@ -413,7 +413,7 @@ test('request.digestVerification before the body is looked at, and when the appl
   })
 
   const res = await app.inject({ method: 'POST', url: '/early', headers: { 'content-type': 'text/plain', 'content-digest': sf('abc') }, payload: 'abc' })
-  t.same(early, [null], 'nothing known before preParsing')
+  t.same(early, [{ verified: false, reason: 'unread', fields: [] }], 'unread until the body has been checked')
   t.same(res.json(), { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] })
   t.same((await app.inject({ method: 'GET', url: '/assigned' })).json(), mine, 'an assigned value is kept')
   t.same((await app.inject({ method: 'GET', url: '/plain' })).json(), { verified: false, reason: 'no-body', fields: [] })
@@ -531,12 +531,15 @@ test('a custom error handler keeps its own body and gets the problem on the erro
   t.equal(plain.body, 'no good')
 })
 
-test('a route reading request.raw completes without hanging and reports unread', async (t) => {
+test('a route reading request.raw completes without hanging, and its body is verified', async (t) => {
   const app = await buildVerifyApp(t)
   const big = Buffer.alloc(1024 * 1024, 'z')
   const res = await app.inject({ method: 'POST', url: '/raw', headers: { 'content-type': 'application/x-raw', 'content-digest': sf(big) }, payload: big })
   t.equal(res.statusCode, 200)
-  t.same(res.json(), { bytes: big.length, verification: { verified: false, reason: 'unread', fields: [] } })
+  t.same(res.json(), { bytes: big.length, verification: { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] } })
+  const bad = await app.inject({ method: 'POST', url: '/raw', headers: { 'content-type': 'application/x-raw', 'content-digest': sf('other') }, payload: big })
+  t.equal(bad.statusCode, 400)
+  t.equal(bad.json().code, 'FST_DIGEST_MISMATCH')
 })
 
 test('a route-level preParsing hook that wraps the body: checked over the bytes as received, after it', async (t) => {
