@@ -38,7 +38,7 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
     const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
     if (routeParams === null) return
-    routeOptions.config = { ...routeOptions.config, [kRouteParams]: routeParams }
+    routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
     for (const installer of installers) installer.onRoute(routeOptions, routeParams)
   })
 

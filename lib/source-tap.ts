@@ -78,6 +78,17 @@ export class SourceTap {
       return
     }
     target.push = (chunk, encoding) => this.#onPush(chunk, encoding)
+    // An upload cut off by the client (node's 'aborted', ECONNRESET) is the
+    // client's doing: give its error a 4xx status, as fastify does for a
+    // body its own parsers read (lib/content-type-parser.js rawBody), so
+    // that a handler reading request.raw that rethrows it logs no 5xx.
+    const destroy = target._destroy
+    target._destroy = function (error, callback) {
+      if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
+        Object.assign(error, { statusCode: 400 })
+      }
+      destroy.call(this, error, callback)
+    }
     if (buffered !== null) this.#take(buffered)
   }
 
