@@ -79,4 +79,19 @@ function * uploadChunks (total) {
   }
 }
 
-module.exports = { KiB, MiB, randomBytes, jsonObject, text, uploadChunks, UPLOAD_CHUNK }
+/**
+ * A multipart/form-data body (RFC 7578) with one file part: `content` as
+ * field `name`, file name `filename`, type application/octet-stream. Returns
+ * the body and the request's Content-Type.
+ */
+function multipartBody (content, { boundary, name = 'file', filename = 'upload.bin' }) {
+  const head = `--${boundary}\r\n` +
+    `Content-Disposition: form-data; name="${name}"; filename="${filename}"\r\n` +
+    'Content-Type: application/octet-stream\r\n\r\n'
+  return {
+    body: Buffer.concat([Buffer.from(head), content, Buffer.from(`\r\n--${boundary}--\r\n`)]),
+    contentType: `multipart/form-data; boundary=${boundary}`
+  }
+}
+
+module.exports = { KiB, MiB, randomBytes, jsonObject, text, uploadChunks, UPLOAD_CHUNK, multipartBody }

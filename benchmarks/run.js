@@ -7,8 +7,9 @@ require('./tick-maps')
 //
 // The runner is the client only. Every side of every scenario is a Fastify
 // server in a child process of its own (server.js, listening on 127.0.0.1),
-// driven over real sockets by autocannon (scenarios 1-5) or by a streaming
-// upload client (scenario 6). The sides of a scenario are measured in rounds
+// driven over real sockets by autocannon (scenarios 1-5 and 8), by a streaming
+// upload client (scenario 6) or, over HTTP/2, by a node:http2 load driver in a
+// process of its own (scenario 7, h2-load.js). The sides of a scenario are measured in rounds
 // of short runs: in scenarios 1 and 2 the sides of a round run at the same
 // time, their servers sharing one core, so that whatever else the machine is
 // doing weighs on all of them alike, within milliseconds; in the others (and
@@ -36,6 +37,10 @@ require('./tick-maps')
 //                      the first core, the servers on the others; 0: let the OS place them
 //   BENCH_PROFILE      1 or a directory: servers run with --cpu-prof (profiles in the OS temp dir for 1)
 //   BENCH_JSON         write the results to this file as JSON
+//   BENCH_LENIENT      1: a side that fails its checks (status, verification, a wrong digest not refused)
+//                      or answers non-2xx while measured is reported instead of stopping the run; the
+//                      budget lines of its scenario then read INVALID (e.g. a plugin build that does not
+//                      verify HTTP/2 or multipart requests yet)
 //   BENCH_PLUGIN       load the plugin from this path instead of the package (e.g. a build of another commit)
 //
 // Quick run while changing things: BENCH_DURATION=1 BENCH_ROUNDS=2 BENCH_WARMUP=1 npm run bench
@@ -47,6 +52,7 @@ const os = require('node:os')
 const path = require('node:path')
 const autocannon = require('autocannon')
 const { scenarios } = require('./scenarios')
+const { h2Once } = require('./h2-load')
 
 const { numberFromEnv } = require('./env')
 const MiB = 1048576
@@ -66,7 +72,8 @@ const config = {
   json: process.env.BENCH_JSON || null,
   pin: process.env.BENCH_PIN !== '0',
   processes: numberFromEnv('BENCH_PROCESSES', 5),
-  mode: process.env.BENCH_MODE ?? 'concurrent'
+  mode: process.env.BENCH_MODE ?? 'concurrent',
+  lenient: process.env.BENCH_LENIENT === '1'
 }
 if (config.mode !== 'concurrent' && config.mode !== 'alternate') throw new Error(`BENCH_MODE must be concurrent or alternate, not ${config.mode}`)
 
@@ -98,29 +105,22 @@ function pin (pid, cpus) {
 // ---------------------------------------------------------------------------
 // Server processes
 
-class Server {
-  constructor (scenario, side, copy) {
-    this.label = `${scenario.id}/${side.key}#${copy + 1}`
-    const execArgv = []
-    if (config.profile !== null) {
-      execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}-${copy + 1}.cpuprofile`)
-    }
-    // Lets the server collect garbage before taking its memory baseline.
-    if (scenario.kind === 'upload') execArgv.push('--expose-gc')
-    this.child = fork(path.join(__dirname, 'server.js'), [], {
-      env: { ...process.env, BENCH_SCENARIO: scenario.id, BENCH_SIDE: side.key },
-      execArgv,
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc']
-    })
+/**
+ * A benchmark child process (a server, or the HTTP/2 load driver) that says
+ * 'ready' and then answers the runner's messages by id.
+ */
+class Child {
+  constructor (label, file, options) {
+    this.label = label
+    this.child = fork(path.join(__dirname, file), [], { ...options, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     this.pending = new Map()
     this.nextId = 1
     this.exited = new Promise((resolve) => this.child.once('exit', resolve))
     this.ready = new Promise((resolve, reject) => {
-      this.child.once('exit', (code) => reject(new Error(`server ${this.label} exited (${code})`)))
+      this.child.once('exit', (code) => reject(new Error(`${this.label} exited (${code})`)))
       this.child.on('message', (message) => {
         if (message.type === 'ready') {
-          this.port = message.port
-          if (pinned) pin(this.child.pid, CORES === 2 ? '1' : `1-${CORES - 1}`)
+          this.onReady(message)
           resolve(this)
           return
         }
@@ -132,12 +132,41 @@ class Server {
     })
   }
 
+  onReady () {}
+
   ask (type, data = {}) {
     const id = this.nextId++
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject })
       this.child.send({ id, type, ...data })
     })
+  }
+
+  async close () {
+    if (this.child.exitCode === null) this.child.send({ type: 'close' })
+    const timer = setTimeout(() => this.child.kill(), 5000)
+    await this.exited
+    clearTimeout(timer)
+  }
+}
+
+class Server extends Child {
+  constructor (scenario, side, copy) {
+    const execArgv = []
+    if (config.profile !== null) {
+      execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}-${copy + 1}.cpuprofile`)
+    }
+    // Lets the server collect garbage before taking its memory baseline.
+    if (scenario.kind === 'upload') execArgv.push('--expose-gc')
+    super(`${scenario.id}/${side.key}#${copy + 1}`, 'server.js', {
+      env: { ...process.env, BENCH_SCENARIO: scenario.id, BENCH_SIDE: side.key },
+      execArgv
+    })
+  }
+
+  onReady (message) {
+    this.port = message.port
+    if (pinned) pin(this.child.pid, CORES === 2 ? '1' : `1-${CORES - 1}`)
   }
 
   async cpuMicros () {
@@ -167,12 +196,26 @@ class Server {
       return Number.isFinite(count) ? count : null
     }
   }
+}
 
-  async close () {
-    if (this.child.exitCode === null) this.child.send({ type: 'close' })
-    const timer = setTimeout(() => this.child.kill(), 5000)
-    await this.exited
-    clearTimeout(timer)
+/**
+ * The HTTP/2 load driver (h2-load.js) of one scenario, in a process of its
+ * own on the runner's core: autocannon speaks HTTP/1.1 only.
+ */
+class H2Driver extends Child {
+  constructor (scenario) {
+    super(`${scenario.id}/h2-load`, 'h2-load.js', {})
+    this.scenario = scenario
+  }
+
+  onReady () {
+    if (pinned) pin(this.child.pid, '0')
+  }
+
+  /** A run of `seconds` against the server on `port`: autocannon's result shape (see h2-load.js). */
+  async run (port, seconds, streams) {
+    const options = { seconds, streams, sessions: this.scenario.sessions ?? 1 }
+    return (await this.ask('run', { scenario: this.scenario.id, port, options })).result
   }
 }
 
@@ -334,13 +377,13 @@ async function inRounds (sides, once, mode) {
 }
 
 /**
- * Per-round ratios of each side against the baseline (side 1), from runs
- * made in the same round, and their median and quartiles: a slow drift of
- * the machine cancels out of each pair.
+ * Per-round ratios of each side against the baseline (side 1, or side
+ * `against`), from runs made in the same round, and their median and
+ * quartiles: a slow drift of the machine cancels out of each pair.
  */
-function pairedRatios (runs, value, higherIsBetter = true) {
+function pairedRatios (runs, value, higherIsBetter = true, against = 1) {
   return runs.map((list) => {
-    const ratios = list.map((run, r) => higherIsBetter ? value(run) / value(runs[1][r]) : value(runs[1][r]) / value(run))
+    const ratios = list.map((run, r) => higherIsBetter ? value(run) / value(runs[against][r]) : value(runs[against][r]) / value(run))
     return { ratios, median: median(ratios), q1: quantile(ratios, 0.25), q3: quantile(ratios, 0.75) }
   })
 }
@@ -359,24 +402,46 @@ function loadAverage () {
 // ---------------------------------------------------------------------------
 // Running one scenario
 
-async function check (scenario, side, server) {
+/** Whether `side` must answer 400 to a wrong digest: the sides named by badRequest.refusedBy, or else the verifying plugin sides. */
+function mustRefuse (scenario, side) {
+  if (scenario.badRequest === undefined) return false
+  if (scenario.badRequest.refusedBy !== undefined) return scenario.badRequest.refusedBy.includes(side.key)
+  return side.plugin !== undefined && side.plugin.verify !== false
+}
+
+/** One request of a scenario, `headers` added, over its protocol. */
+function requestOnce (scenario, port, headers = {}) {
+  if (scenario.kind === 'upload') return upload(port, scenario.upload, headers)
+  if (scenario.protocol === 'h2') return h2Once(port, scenario.request, headers)
+  return fetchOnce(port, { ...scenario.request, headers: { ...scenario.request.headers, ...headers } })
+}
+
+/**
+ * The checks made on one server process before measuring. A failure stops
+ * the run, or with BENCH_LENIENT=1 goes to `problems` (reported with the
+ * results).
+ */
+async function check (scenario, side, server, problems) {
   const info = {}
-  if (scenario.kind === 'upload') {
-    const res = await upload(server.port, scenario.upload, { 'content-digest': scenario.upload.field() })
-    if (res.status !== 200) throw new Error(`${server.label}: status ${res.status} ${res.body}`)
-    Object.assign(info, scenario.check(side, res))
-  } else {
-    const res = await fetchOnce(server.port, scenario.request)
-    if (res.status !== 200) throw new Error(`${server.label}: status ${res.status} ${res.body}`)
-    Object.assign(info, scenario.check(side, res))
+  const fail = (message) => {
+    if (!config.lenient) throw new Error(`${server.label}: ${message}`)
+    problems.push({ side: side.key, text: `${server.label}: ${message}` })
   }
-  if (scenario.badRequest !== undefined && side.plugin !== undefined && side.plugin.verify !== false) {
-    // The verifying side must refuse a wrong digest, or it is not verifying.
-    const headers = scenario.badRequest.headers
-    const res = scenario.kind === 'upload'
-      ? await upload(server.port, scenario.upload, headers)
-      : await fetchOnce(server.port, { ...scenario.request, headers: { ...scenario.request.headers, ...headers } })
-    if (res.status !== 400) throw new Error(`${server.label}: a wrong digest got ${res.status}, not 400`)
+  const correct = scenario.kind === 'upload' ? { 'content-digest': scenario.upload.field() } : {}
+  const res = await requestOnce(scenario, server.port, correct)
+  if (res.status !== 200) {
+    fail(`status ${res.status} ${res.body.subarray(0, 300)}`)
+  } else {
+    try {
+      Object.assign(info, scenario.check(side, res))
+    } catch (err) {
+      fail(err.message)
+    }
+  }
+  if (mustRefuse(scenario, side)) {
+    // A verifying side must refuse a wrong digest, or it is not verifying.
+    const bad = await requestOnce(scenario, server.port, scenario.badRequest.headers)
+    if (bad.status !== 400) fail(`a wrong digest got ${bad.status}, not 400`)
   }
   return info
 }
@@ -425,28 +490,41 @@ function inTurn (servers) {
  * instructions per request for a 1 KiB GET, on every side (BENCHMARKS.md,
  * "Method"). After four bursts it no longer shows.
  */
-async function warmUp (port, request, connections) {
+async function warmUp (load, port) {
   const bursts = Math.max(2, Math.round(config.warmup / WARMUP_BURST))
-  for (let i = 0; i < bursts; i++) await cannon(port, request, config.warmup / bursts, connections)
+  for (let i = 0; i < bursts; i++) await load(port, config.warmup / bursts)
 }
 
-async function runRequests (scenario, servers) {
-  const connections = scenario.connections ?? config.connections
+/** Status codes counted in a run's result: { '200': 1234, ... }. */
+function statusCounts (result) {
+  return Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count]))
+}
+
+/**
+ * The measured runs of a request scenario. `load(port, seconds)` is one run of
+ * the scenario's client (autocannon, or the HTTP/2 driver), autocannon's
+ * result shape.
+ */
+async function runRequests (scenario, servers, load) {
   // Process by process, the sides in turn: no side's processes wait longer for their first run.
-  for (const server of inTurn(servers)) await warmUp(server.port, scenario.request, connections)
+  for (const server of inTurn(servers)) await warmUp(load, server.port)
   const runs = await inRounds(servers, async (server) => {
     const stopCounting = await server.countInstructions()
     const cpuBefore = await server.cpuMicros()
     const ticks = machineTicks()
-    const result = await cannon(server.port, scenario.request, config.duration, connections)
+    const result = await load(server.port, config.duration)
     const machine = machineShare(ticks, machineTicks())
     const cpu = await server.cpuMicros() - cpuBefore
     const instructions = await stopCounting()
-    if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
-      throw new Error(`${server.label}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses`)
+    const faults = result.errors > 0 || result.timeouts > 0 || result.non2xx > 0
+    if (faults && !config.lenient) {
+      throw new Error(`${server.label}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx responses` +
+        (result.failure ? ` (${result.failure})` : ''))
     }
     const requests = result.requests.total
     return {
+      statuses: statusCounts(result),
+      errors: result.errors + result.timeouts,
       rps: requests / result.duration,
       cpuPerRequest: cpu / requests,
       cpuShare: cpu / 1e6 / result.duration,
@@ -455,9 +533,12 @@ async function runRequests (scenario, servers) {
       latencyP50: result.latency.p50
     }
   }, modeOf(scenario))
-  return summarize(runs, { rate: 'rps', cost: 'cpuPerRequest', insn: 'instructionsPerRequest' }, (list) => ({
-    latencyP50: median(list.map((r) => r.latencyP50))
-  }))
+  return summarize(runs, { rate: 'rps', cost: 'cpuPerRequest', insn: 'instructionsPerRequest' }, (list) => {
+    // Every status counted over the measured runs, and the errors (only with BENCH_LENIENT can they be anything but 200 and 0).
+    const statuses = {}
+    for (const run of list) for (const [code, count] of Object.entries(run.statuses)) statuses[code] = (statuses[code] ?? 0) + count
+    return { latencyP50: median(list.map((r) => r.latencyP50)), statuses, errors: list.reduce((sum, r) => sum + r.errors, 0) }
+  })
 }
 
 async function runUploads (scenario, servers) {
@@ -504,17 +585,24 @@ async function runScenario (scenario) {
   // settle into a faster or slower state from one process to the next (see
   // BENCHMARKS.md), so no side is judged on one process only.
   const servers = scenario.sides.map((side) => Array.from({ length: config.processes }, (_, copy) => new Server(scenario, side, copy)))
-  const all = servers.flat()
+  // The HTTP/2 scenario's client runs in a process of its own (h2-load.js).
+  const driver = scenario.protocol === 'h2' ? new H2Driver(scenario) : null
+  const all = driver === null ? servers.flat() : [...servers.flat(), driver]
+  const connections = scenario.connections ?? config.connections
+  const load = driver === null
+    ? (port, seconds) => cannon(port, scenario.request, seconds, connections)
+    : (port, seconds) => driver.run(port, seconds, connections)
   try {
     await Promise.all(all.map((s) => s.ready))
     const info = {}
+    const problems = []
     for (const [i, side] of scenario.sides.entries()) {
-      for (const server of servers[i]) Object.assign(info, await check(scenario, side, server))
+      for (const server of servers[i]) Object.assign(info, await check(scenario, side, server, problems))
     }
     const hashes = (await servers[0][0].ask('hash', { specs: scenario.hashes(info) })).results
     const loadBefore = loadAverage()
-    const sides = scenario.kind === 'upload' ? await runUploads(scenario, servers) : await runRequests(scenario, servers)
-    return { scenario, info, hashes, sides, load: [loadBefore, loadAverage()] }
+    const sides = scenario.kind === 'upload' ? await runUploads(scenario, servers) : await runRequests(scenario, servers, load)
+    return { scenario, info, problems, hashes, sides, load: [loadBefore, loadAverage()] }
   } finally {
     await Promise.all(all.map((s) => s.close()))
   }
@@ -532,7 +620,7 @@ function pct (x) {
 }
 
 function sizeLabel (bytes) {
-  return bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes} B`
+  return bytes >= MiB && bytes % MiB === 0 ? `${bytes / MiB} MiB` : `${bytes} B`
 }
 
 /** ", instructions 0.912": a side's instruction ratio against the baseline, where counted. */
@@ -596,6 +684,10 @@ function evaluate ({ scenario, hashes, sides }) {
     cpuRatio,
     refIndex,
     ideal: ref === null ? estimate : ref.paired.median,
+    // The plugin against the by-hand reference, per round (budget kind 'reference').
+    againstRef: budget.kind === 'reference' && ref !== null,
+    vsRef: ref === null ? null : pairedRatios(sides.map((s) => s.runs), (r) => r.rps, true, refIndex)[0],
+    cpuVsRef: ref === null ? null : pairedRatios(sides.map((s) => s.runs), (r) => r.cpuPerRequest, false, refIndex)[0],
     measuredIdeal: ref !== null,
     estimate,
     hashWall,
@@ -605,7 +697,17 @@ function evaluate ({ scenario, hashes, sides }) {
     refAddedWall: ref === null ? null : 1e6 / (ref.rps * slots) - 1e6 / (base.rps * slots),
     refAddedCpu: ref === null ? null : ref.cpuPerRequest - base.cpuPerRequest
   }
-  if (budget.kind === 'ratio') {
+  if (budget.kind === 'reference') {
+    // Against bare Fastify + the same check written by hand, measured in the same rounds.
+    const { vsRef, cpuVsRef } = result
+    result.lines = [{
+      text: `req/s ≥ ${budget.min} of ${scenario.sides[refIndex].label}`,
+      value: vsRef.median.toFixed(3),
+      pass: vsRef.median >= budget.min,
+      aside: `quartiles ${vsRef.q1.toFixed(2)}–${vsRef.q3.toFixed(2)}; CPU ${cpuVsRef.median.toFixed(3)}; ` +
+        `against ${whom}: ${ratio.toFixed(3)}, by hand ${ref.paired.median.toFixed(3)}`
+    }]
+  } else if (budget.kind === 'ratio') {
     result.lines = [{
       text: `req/s ≥ ${budget.min} of ${whom}`,
       value: ratio.toFixed(3),
@@ -646,6 +748,8 @@ function ratioCells (i, s, e) {
   if (i === 1) return ['1', '', '']
   const cells = [s.paired.median.toFixed(3), `${s.paired.q1.toFixed(2)}–${s.paired.q3.toFixed(2)}`]
   if (i !== 0) return [...cells, '']
+  // Budgets against the reference: the median of the per-round ratios, as on the budget line.
+  if (e.againstRef === true) return [...cells, e.vsRef.median.toFixed(3)]
   return [...cells, `${(e.ratio / e.ideal).toFixed(3)}${e.measuredIdeal ? '' : ' (est.)'}`]
 }
 
@@ -714,11 +818,23 @@ function report (results) {
         h.chunk ? `${((h.bytes / MiB) / (h.wallMicros / 1e6)).toFixed(0)} MiB/s` : fmtMicros(h.wallMicros),
         h.chunk ? `${((h.bytes / MiB) / (h.cpuMicros / 1e6)).toFixed(0)} MiB/s` : fmtMicros(h.cpuMicros)])
     }
+    // BENCH_LENIENT: what failed its checks, or was not answered 200 while measured.
+    for (const problem of result.problems) notes.push(`S${scenario.id}: check failed: ${problem.text}`)
+    const answered = sides.map((s, i) => {
+      const codes = Object.entries(s.statuses ?? {}).filter(([code]) => code !== '200')
+      if (codes.length === 0 && !(s.errors > 0)) return true
+      const parts = [...codes.map(([code, n]) => `${code} ×${n}`), ...(s.errors > 0 ? [`${s.errors} errors`] : [])]
+      notes.push(`S${scenario.id}: ${scenario.sides[i].label} answered ${parts.join(', ')} (and 200 ×${s.statuses?.['200'] ?? 0}) in the measured runs`)
+      return false
+    })
+    const invalid = result.problems.length > 0 || answered.includes(false)
+    if (invalid) notes.push(`S${scenario.id}: INVALID: a side did not answer as the scenario requires, its figures do not measure what the scenario says`)
     for (const line of e.lines) {
       // A line applied for information (scenario 2p) is no budget line of its own.
       const info = scenario.budget.info === true
-      if (!line.pass && !info) failed++
-      budgetRows.push([scenario.id, line.text, line.value, info ? (line.pass ? 'above' : 'below') : (line.pass ? 'PASS' : 'FAIL'), line.aside ?? ''])
+      if (invalid || (!line.pass && !info)) failed++
+      const verdict = invalid ? 'INVALID' : info ? (line.pass ? 'above' : 'below') : (line.pass ? 'PASS' : 'FAIL')
+      budgetRows.push([scenario.id, line.text, line.value, verdict, line.aside ?? ''])
     }
   }
   const out = []
@@ -765,7 +881,8 @@ async function main () {
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
   console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? `the sides of a round at the same time in scenarios ${scenarios.filter((s) => s.together === true).map((s) => s.id).join(', ')}, alternating (A B, B A, ...) in the others` : 'sides alternating (A B, B A, ...)'}, ` +
     `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
-    `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}`)
+    `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}` +
+    `${config.lenient ? '; BENCH_LENIENT: failed checks are reported, not fatal' : ''}`)
   const results = []
   for (const scenario of selected) {
     process.stdout.write(`  scenario ${scenario.id}: ${scenario.title} ... `)
@@ -781,8 +898,8 @@ async function main () {
     fs.writeFileSync(config.json, JSON.stringify({
       machine,
       config,
-      results: results.map(({ scenario, info, hashes, sides, load, evaluation }) => ({
-        id: scenario.id, title: scenario.title, sides: scenario.sides.map((s) => s.label), info, hashes, load, results: sides, evaluation
+      results: results.map(({ scenario, info, problems, hashes, sides, load, evaluation }) => ({
+        id: scenario.id, title: scenario.title, sides: scenario.sides.map((s) => s.label), info, problems, hashes, load, results: sides, evaluation
       }))
     }, null, 2))
   }

@@ -103,7 +103,8 @@ function timeHash ({ bytes, chunk }) {
 
 async function main () {
   if (side === undefined) throw new Error(`unknown scenario/side ${process.env.BENCH_SCENARIO}/${process.env.BENCH_SIDE}`)
-  const app = Fastify({ logger: false })
+  // scenario.fastify: e.g. http2: true (h2c) for the HTTP/2 scenario.
+  const app = Fastify({ logger: false, ...scenario.fastify })
   await scenario.setup(app, side)
   await app.listen({ host: '127.0.0.1', port: 0 })
   let kernel = false
