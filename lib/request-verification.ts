@@ -510,7 +510,7 @@ function onRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone
     claims,
     coding,
     decodedAlgorithms: [...decoded],
-    tap: new SourceTap(request.raw, received, side),
+    tap: null as unknown as SourceTap,
     tail: null,
     side,
     limit,
@@ -524,7 +524,7 @@ function onRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone
   }
   ;(request as unknown as StateHolder)[kRequestState] = state
   setVerification(request, { verified: false, reason: 'unread', fields: [] })
-  state.tap.onEnd = sourceEndCheck(request, state)
+  state.tap = new SourceTap(request.raw, received, side, sourceEndCheck(request, state))
   // A body that had fully arrived before the tap: checked now, before any reader.
   state.tap.checkEnded()
   done()
@@ -664,7 +664,8 @@ function answerFailure (reply: FastifyReply, state: RequestState, failure: Failu
  * check; a body that failed gets the problem instead of the reply.
  */
 function isStream (payload: unknown): boolean {
-  return payload !== null && typeof payload === 'object' && typeof (payload as Readable).pipe === 'function'
+  // Object(): no own branch for null and undefined.
+  return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
 }
 
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {

@@ -43,22 +43,21 @@ export class SourceTap {
   /** Bytes still allowed before `#overLimit` runs (drain mode). */
   #allowance = Infinity
   #overLimit: (() => void) | null = null
-  /** Passing through: nothing hashed or held any more. */
-  #stopped = false
   #wake: (() => void) | null = null
-  onEnd: TapEnd | null = null
+  readonly #onEnd: TapEnd
   digests: DigestResults | null = null
   /** The source's end has been pushed (and is held back until checked). */
   ended = false
   /** Some bytes were read before the tap was installed: the digests cannot be of the whole body. */
   readonly partial: boolean
 
-  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null = null) {
+  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: TapEnd) {
     const target = source as Source
     this.#source = target
     this.#push = target.push
     this.#hasher = new MultiDigester(algorithms)
     this.#side = side
+    this.#onEnd = onEnd
     // Something may have read the body before the tap (an onRequest hook of
     // the application's): those bytes were never seen here.
     this.partial = source.readableDidRead
@@ -126,8 +125,6 @@ export class SourceTap {
 
   /** Give up: hand on everything held, hash nothing more. */
   stop (): void {
-    if (this.#stopped) return
-    this.#stopped = true
     this.untapSide()
     this.#source.push = this.#push
     if (!this.ended) this.#flush(false)
@@ -207,10 +204,7 @@ export class SourceTap {
       }
       if (source.listenerCount('error') > 0) source.emit('error', err)
     }
-    const check = (): void => {
-      if (this.onEnd === null) release()
-      else this.onEnd(release)
-    }
+    const check = (): void => this.#onEnd(release)
     const side = this.#side
     if (side === null) check()
     else side.end(check)
