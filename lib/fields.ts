@@ -16,13 +16,17 @@
 //   RFC 4648 decoding says. Content-Digest / Repr-Digest syntax errors throw
 //   FST_DIGEST_INVALID_FIELD (an integrity check must not silently pass);
 //   Want-* fields are hints and are ignored instead (RFC 8941 §4.2).
-// * structured-headers returns a JS number for both Integers and Decimals, so
-//   a Decimal with an integral value (`sha-256=10.0`) reads as the Integer 10;
-//   non-integral Decimals (`1.5`) are rejected like any other wrong type.
+// * A Decimal is not an Integer (RFC 8941 §3.3.1, §3.3.2, §4.2.4), even with
+//   an integral value: `sha-256=10.0` is a Decimal. structured-headers returns
+//   a JS number for both, so where an Integer is required (Want-* weights,
+//   unixsum/unixcksum values) the member's type is read back from the field
+//   text (lib/sf-decimals.ts), and a Decimal is refused like any other wrong
+//   type.
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../types/index'
 import { base64Digester, computeDigest, computeDigestBase64, isDigestAlgorithm } from './algorithms'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
+import { decimalMembers } from './sf-decimals'
 
 // unixsum and unixcksum may travel as Integers (the default serialization):
 // their fixed width in octets, big-endian (docs/rfc9530.md §3).
@@ -85,7 +89,8 @@ function integerOctets (value: number, width: number): Buffer {
  * Returns null when the field is absent or carries nothing we can use; throws
  * FST_DIGEST_INVALID_FIELD (400) when it is malformed. Byte Sequence members
  * are kept for every key (unknown ones too, so they can be reported);
- * unixsum/unixcksum also accept an Integer; parameters are ignored.
+ * unixsum/unixcksum also accept an Integer (not a Decimal such as `6405.0`,
+ * RFC 8941 §3.3.1); parameters are ignored.
  */
 export function parseDigestField (
   value: string | readonly string[] | undefined,
@@ -100,13 +105,16 @@ export function parseDigestField (
     throw new FST_DIGEST_INVALID_FIELD(field, (err as Error).message)
   }
   const digests: DigestMap = new Map()
+  let decimals: Set<string> | undefined
   for (const [key, [item]] of dictionary) {
     if (item instanceof ArrayBuffer) {
       digests.set(key, Buffer.from(item))
       continue
     }
     const width = INTEGER_WIDTH.get(key)
-    if (width !== undefined && Number.isInteger(item)) {
+    // An Integer, not a Decimal with an integral value (the type is read
+    // from the text only for these keys, and once per field).
+    if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
       digests.set(key, integerOctets(item as number, width))
       continue
     }
@@ -213,9 +221,10 @@ export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boo
 /**
  * Parse a Want-Content-Digest / Want-Repr-Digest value (RFC 9530 §4): a
  * Dictionary of Integers 0..10. Returns null when the field is absent, empty,
- * not a valid Dictionary, or has any member that is not an Integer in 0..10:
- * the whole field is then ignored (RFC 8941 §4.2, RFC 9651 §2.2). Unknown keys
- * are kept; the caller decides. Never throws.
+ * not a valid Dictionary, or has any member that is not an Integer in 0..10
+ * (a Decimal such as `10.0` is not an Integer, RFC 8941 §3.3.1, §4.2.4): the
+ * whole field is then ignored (RFC 8941 §4.2, RFC 9651 §2.2). Unknown keys are
+ * kept; the caller decides. Never throws.
  */
 export function parseWantField (value: string | readonly string[] | undefined): WantMap | null {
   const input = combineLines(value, ', ')
@@ -227,8 +236,9 @@ export function parseWantField (value: string | readonly string[] | undefined): 
     return null
   }
   const want: WantMap = new Map()
+  const decimals = decimalMembers(input)
   for (const [key, [weight]] of dictionary) {
-    if (typeof weight !== 'number' || !Number.isInteger(weight) || weight < 0 || weight > 10) return null
+    if (typeof weight !== 'number' || !Number.isInteger(weight) || weight < 0 || weight > 10 || decimals.has(key)) return null
     want.set(key, weight + 0) // `+ 0` turns the Integer -0 into 0
   }
   return want
@@ -258,6 +268,8 @@ export function serializeWantField (preferences: Iterable<readonly [string, numb
 // Structured Field and is never given to the SF parser.
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
+// unixsum/unixcksum: decimal digits only, so `UNIXsum=63350.0` does not
+// decode and the member is ignored, like any other malformed member.
 const DECIMAL = /^[0-9]{1,15}$/
 const HEX = /^[0-9A-Fa-f]{1,8}$/
 

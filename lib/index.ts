@@ -1,7 +1,8 @@
 // fastify-digest-fields: HTTP Digest Fields (RFC 9530) for Fastify.
 // The entry wires the pieces: options validated once, decorators, an onRoute
 // hook that reads the `digest` route option and attaches the route-level
-// hooks of the response and request concerns.
+// hooks of the response and request concerns, and the check that names the
+// routes declared before the plugin was loaded (lib/route-coverage.ts).
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
@@ -16,6 +17,7 @@ import { parseDigestField, serializeDigestField, parseWantField, serializeWantFi
 import { selectAlgorithms } from './negotiation'
 import { verifyDigests } from './verification'
 import { staticHeaders } from './file-digests'
+import { watchRouteCoverage } from './route-coverage'
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
   let params: DigestParams
@@ -34,7 +36,10 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     installRequestVerification(fastify as FastifyInstance)
   ]
 
+  const routeSeen = watchRouteCoverage(fastify as FastifyInstance)
+
   fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
+    routeSeen(routeOptions)
     const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
     const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
     if (routeParams === null) return

@@ -1,7 +1,7 @@
 // Options are validated and normalized once, at registration (plugin options)
 // or at route declaration (the `digest` route option). Nothing is re-checked
 // per request: hooks read the frozen params built here.
-import type { RouteOptions } from 'fastify'
+import type { RegisterOptions, RouteOptions } from 'fastify'
 import type {
   DigestAlgorithm,
   FastifyDigestFieldsOptions,
@@ -11,6 +11,7 @@ import type {
 } from '../types/index'
 import { ALGORITHMS } from './algorithms'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from './errors'
+import { nearestKey } from './nearest-key'
 
 export interface DigestParams {
   /** Enabled algorithms, server preference order. */
@@ -46,9 +47,44 @@ export const defaultFileCacheSize = 1000
 
 const verifyPolicies: readonly unknown[] = ['if-present', 'required', false]
 
-const routeKeys: ReadonlySet<string> = new Set<keyof RouteDigestOptions>([
-  'contentDigest', 'reprDigest', 'verify', 'maxBufferSize', 'conditional', 'trailers', 'legacyDigest'
-])
+// The plugin options, in one place: every key of FastifyDigestFieldsOptions
+// (the contract normalizeOptions() reads its options through), and no other
+// key: a Record of them fails to compile when types/index.d.ts gains or loses
+// an option and this list does not follow.
+const pluginOptionKeys: Readonly<Record<keyof FastifyDigestFieldsOptions, true>> = {
+  algorithms: true,
+  contentDigest: true,
+  reprDigest: true,
+  verify: true,
+  strict: true,
+  unencodedDigest: true,
+  trailers: true,
+  maxBufferSize: true,
+  conditional: true,
+  legacyDigest: true,
+  fileCacheSize: true
+}
+const pluginKeys: readonly string[] = Object.keys(pluginOptionKeys)
+
+// fastify passes its own register options (prefix, logLevel, logSerializers)
+// to every plugin, fastify-plugin wrapped or not, along with the plugin's
+// (fastify docs/Reference/Plugins.md, "Plugin Options"; types/register.d.ts
+// RegisterOptions): accepted, and ignored.
+const registerKeys = ['prefix', 'logLevel', 'logSerializers'] as const satisfies ReadonlyArray<keyof RegisterOptions>
+
+const acceptedPluginKeys: ReadonlySet<string> = new Set<string>([...pluginKeys, ...registerKeys])
+
+// The route-level subset, every key of RouteDigestOptions (same check).
+const routeOptionKeys: Readonly<Record<keyof RouteDigestOptions, true>> = {
+  contentDigest: true,
+  reprDigest: true,
+  verify: true,
+  maxBufferSize: true,
+  conditional: true,
+  trailers: true,
+  legacyDigest: true
+}
+const routeKeys: ReadonlySet<string> = new Set(Object.keys(routeOptionKeys))
 
 type Fail = (name: string, reason: string) => Error
 
@@ -116,10 +152,25 @@ function checkSize (value: unknown, fallback: number, fail: Fail, name = 'maxBuf
 
 const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, reason)
 
-/** Validate the plugin options; throws FST_DIGEST_INVALID_OPTION naming the option. */
+/** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
+function unknownKey (key: string, valid: Iterable<string>, kind: string): string {
+  const nearest = nearestKey(key, valid)
+  return nearest === undefined
+    ? `unknown option (${kind}: ${[...valid].join(', ')})`
+    : `unknown option; did you mean ${JSON.stringify(nearest)}?`
+}
+
+/**
+ * Validate the plugin options; throws FST_DIGEST_INVALID_OPTION naming the
+ * option, also for a key that is no option (a typo would otherwise leave the
+ * default in place unnoticed).
+ */
 export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): DigestParams {
   if (opts === null || typeof opts !== 'object') {
     throw pluginFail('options', `expected an object, got ${describe(opts)}`)
+  }
+  for (const key of Object.keys(opts)) {
+    if (!acceptedPluginKeys.has(key)) throw pluginFail(key, unknownKey(key, pluginKeys, 'options'))
   }
   const algorithms = checkAlgorithms(opts.algorithms, pluginFail)
   const strict = checkBoolean(opts.strict, 'strict', false, pluginFail)
@@ -159,9 +210,10 @@ export function normalizeRouteOptions (
   }
   const opts = value as RouteDigestOptions
   for (const key of Object.keys(opts)) {
-    if (!routeKeys.has(key)) {
-      throw fail(key, `not a route-level option (route options: ${[...routeKeys].join(', ')})`)
-    }
+    if (routeKeys.has(key)) continue
+    throw fail(key, pluginKeys.includes(key)
+      ? `not a route-level option (route options: ${[...routeKeys].join(', ')})`
+      : unknownKey(key, routeKeys, 'route options'))
   }
   return Object.freeze({
     ...global,

@@ -63,11 +63,32 @@ test('defaults and normalization', async (t) => {
   t.equal(normalizeOptions({ verify: 'required' }).verify, 'required')
 })
 
-test('unknown keys such as register options are accepted', async (t) => {
+test('unknown keys fail at registration, naming the key and the nearest option', async (t) => {
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ['missing letter', { verfy: 'required' }, 'Invalid fastify-digest-fields option "verfy": unknown option; did you mean "verify"?'],
+    ['singular', { algorithm: ['sha-512'] }, 'Invalid fastify-digest-fields option "algorithm": unknown option; did you mean "algorithms"?'],
+    ['swapped letters', { stirct: true }, 'Invalid fastify-digest-fields option "stirct": unknown option; did you mean "strict"?'],
+    ['case', { contentdigest: true }, 'Invalid fastify-digest-fields option "contentdigest": unknown option; did you mean "contentDigest"?'],
+    ['kebab case', { 'repr-digest': true }, 'Invalid fastify-digest-fields option "repr-digest": unknown option; did you mean "reprDigest"?'],
+    ['shortened', { maxBuffer: 10 }, 'Invalid fastify-digest-fields option "maxBuffer": unknown option; did you mean "maxBufferSize"?'],
+    ['nothing near', { foo: 1 }, 'Invalid fastify-digest-fields option "foo": unknown option (options: algorithms, contentDigest, reprDigest, verify, strict, unencodedDigest, trailers, maxBufferSize, conditional, legacyDigest, fileCacheSize)'],
+    ['even when undefined', { verify: 'required', trailer: undefined }, 'Invalid fastify-digest-fields option "trailer": unknown option; did you mean "trailers"?']
+  ]
+  for (const [name, opts, message] of cases) {
+    const app = Fastify()
+    await t.rejects(async () => { await app.register(digestFields, opts as never) }, { code: 'FST_DIGEST_INVALID_OPTION', message }, name)
+    await app.close()
+    t.throws(() => normalizeOptions(opts as never), { code: 'FST_DIGEST_INVALID_OPTION', message }, `${name}: normalizeOptions`)
+  }
+})
+
+test('fastify\'s own register options are passed to the plugin and accepted', async (t) => {
   const app = Fastify()
   t.teardown(() => app.close())
-  await app.register(digestFields, { prefix: '/x' } as never)
-  t.pass()
+  await app.register(digestFields, { prefix: '/x', logLevel: 'warn', logSerializers: {}, contentDigest: true })
+  app.get('/', async () => 'hi')
+  const res = await app.inject('/')
+  t.match(res.headers['content-digest'], /^sha-256=:/, 'the plugin is active, with its own options')
 })
 
 test('the digest route option: object, false, or FST_DIGEST_INVALID_ROUTE_OPTION', async (t) => {
@@ -82,7 +103,10 @@ test('the digest route option: object, false, or FST_DIGEST_INVALID_ROUTE_OPTION
     [true, /digest: expected an object or false, got boolean/],
     [null, /got null/],
     [['sha-256'], /got an array/],
-    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option/],
+    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest\)$/],
+    [{ verfy: 'required' }, /for GET \/bad\d+: verfy: unknown option; did you mean "verify"\?$/],
+    [{ contentDigests: true }, /contentDigests: unknown option; did you mean "contentDigest"\?$/],
+    [{ algorithm: ['sha-256'] }, /algorithm: unknown option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest\)$/],
     [{ contentDigest: 'md5' }, /contentDigest: expected true, false, or algorithms among the enabled ones/],
     [{ verify: 'maybe' }, /verify: expected/],
     [{ maxBufferSize: -5 }, /maxBufferSize: expected/],

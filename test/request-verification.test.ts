@@ -311,6 +311,47 @@ test('deprecated algorithms, enabled, including Integer checksums', async (t) =>
   t.equal(res.json().verification.verified, true)
 })
 
+// RFC 8941 §3.3.1, §4.2.4: `6405.0` is a Decimal, not the Integer unixsum
+// and unixcksum may carry, so the field is malformed: 400 before reading, as
+// for any other wrong member type. The RFC 3230 Digest is not a Structured
+// Field, but its unixsum is decimal digits: `6405.0` does not decode and the
+// member is ignored, like any other member that does not decode.
+test('Integer checksums written as Decimals: malformed Content-Digest / Repr-Digest, ignored Digest member', async (t) => {
+  const app = await buildVerifyApp(t, { algorithms: ['sha-256', 'unixsum', 'unixcksum'], legacyDigest: true })
+  // RFC 9530 Appendix D: {"hello": "world"} without LF: unixsum 6405, unixcksum 4013623040.
+  const payload = '{"hello": "world"}'
+  const post = (headers: Record<string, string>) =>
+    app.inject({ method: 'POST', url: '/json', headers: { 'content-type': 'text/plain', ...headers }, payload })
+  for (const [name, integer, decimal] of [
+    ['content-digest', 'unixsum=6405', 'unixsum=6405.0'],
+    ['repr-digest', 'unixsum=6405', 'unixsum=6405.000'],
+    ['content-digest', 'unixcksum=4013623040', 'unixcksum=4013623040.0'],
+    ['content-digest', 'unixsum=6405, unixcksum=4013623040', 'unixsum=6405, unixcksum=4013623040.0']
+  ] as const) {
+    const ok = await post({ [name]: integer })
+    t.equal(ok.statusCode, 200, `${name}: ${integer}`)
+    t.equal(ok.json().verification.verified, true, `${name}: ${integer} verifies`)
+    const res = await post({ [name]: decimal })
+    t.equal(res.statusCode, 400, `${name}: ${decimal}`)
+    t.equal(res.headers['content-type'], 'application/problem+json')
+    t.equal(res.json().code, 'FST_DIGEST_INVALID_FIELD')
+    t.match(res.json().detail, /^Malformed (Content|Repr)-Digest field: unixc?k?sum must be a Byte Sequence or an Integer$/, decimal)
+  }
+
+  const legacy = await post({ digest: 'UNIXsum=6405' })
+  t.same(legacy.json().verification.fields, [{ field: 'Digest', ok: true, results: [{ algorithm: 'unixsum', outcome: 'matched' }] }], 'Digest: UNIXsum=6405 verifies')
+  const fraction = await post({ digest: 'UNIXsum=6405.0' })
+  t.equal(fraction.statusCode, 200)
+  t.same(fraction.json().verification, { verified: false, reason: 'no-digest', fields: [] }, 'Digest: UNIXsum=6405.0 is ignored')
+  const mixed = await post({ digest: `UNIXsum=6405.0, SHA-256=${b64(payload)}` })
+  t.same(mixed.json().verification.fields, [{ field: 'Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }], 'the other members still count')
+
+  const required = await buildVerifyApp(t, { algorithms: ['sha-256', 'unixsum'], legacyDigest: true, verify: 'required' })
+  const missing = await required.inject({ method: 'POST', url: '/json', headers: { 'content-type': 'text/plain', digest: 'UNIXsum=6405.0' }, payload })
+  t.equal(missing.statusCode, 400)
+  t.equal(missing.json().code, 'FST_DIGEST_MISSING', 'verify: required: an ignored member is no digest')
+})
+
 test('empty content: digests are of the empty string, checked without reading', async (t) => {
   const app = await buildVerifyApp(t)
   const empty = sf('')

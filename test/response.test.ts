@@ -108,6 +108,30 @@ test('negotiation per DESIGN.md §2', async (t) => {
   }
 })
 
+// RFC 8941 §3.3.1, §4.2.4: `10.0` is a Decimal, not an Integer, so a Want-*
+// field holding one does not parse and is ignored as a whole, also next to
+// valid members. `sha-256=0, sha-512=10.0` tells the three readings apart:
+// honoured as 10 → sha-512; only the member dropped → sha-256 refused, field
+// omitted; the field ignored → the unsolicited sha-256.
+test('a Want-* weight written as a Decimal, even 10.0, makes the field ignored as a whole', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true })
+  app.get('/', async () => 'weights')
+  const unsolicited = sf('weights')
+  for (const field of ['want-content-digest', 'want-repr-digest'] as const) {
+    const own = field === 'want-content-digest' ? 'content-digest' : 'repr-digest'
+    const honoured = await app.inject({ url: '/', headers: { [field]: 'sha-512=10' } })
+    t.equal(honoured.headers[own], sf('weights', 'sha-512'), `${field}: an Integer weight is honoured`)
+    for (const value of ['sha-512=10.0', 'sha-256=1, sha-512=10.0', 'sha-256=0, sha-512=10.0', 'sha-512=1.000']) {
+      const res = await app.inject({ url: '/', headers: { [field]: value } })
+      t.equal(res.statusCode, 200)
+      t.equal(res.headers['content-digest'], unsolicited, `${field}: ${value}: Content-Digest as if absent`)
+      t.equal(res.headers['repr-digest'], unsolicited, `${field}: ${value}: Repr-Digest as if absent`)
+    }
+    const lines = await app.inject({ url: '/', headers: { [field]: ['sha-256=0', 'sha-512=10.0'] } })
+    t.equal(lines.headers[own], unsolicited, `${field}: a Decimal in another field line`)
+  }
+})
+
 test('nothing configured: Want-* alone decides, and only positive weights count', async (t) => {
   const app = await buildApp(t)
   app.get('/', async () => 'x')
