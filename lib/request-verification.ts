@@ -94,8 +94,10 @@ interface RequestState {
   decodedAlgorithms: DigestAlgorithm[]
   /** Hashes the bytes as received, at request.raw. */
   tap: SourceTap
-  /** Hashes the decoded bytes after @fastify/compress's decoder. */
+  /** The final stream when something stands between request.raw and the parser. */
   tail: LazyDigestStream | null
+  /** `tail` hashes the decoded bytes (after @fastify/compress's decoder). */
+  decodeHere: boolean
   side: DecodingTap | null
   /** The route's bodyLimit, which caps decoding on the side. */
   limit: number
@@ -359,7 +361,7 @@ function judgeBody (request: FastifyRequest, state: RequestState): Failure | nul
  */
 function finish (request: FastifyRequest, state: RequestState, callback: (err?: Error | null) => void): void {
   if (state.done) {
-    // Empty content was judged at the end of the source already.
+    // Judged at the end of the source already (nothing was hashed after it).
     callback()
     return
   }
@@ -381,12 +383,21 @@ function endSource (request: FastifyRequest, state: RequestState, release: (err?
     state.sourceEnd = release
     return
   }
-  // Empty content needs no decoding: every digest is of the empty string.
-  // A tail that is gone (its reader gave up) has nothing to add unless it
-  // was hashing decoded bytes.
   const tail = state.tail
-  if (tail === null || state.tap.bytes === 0 || (tail.destroyed && state.decodedAlgorithms.length === 0)) finish(request, state, release)
-  else release()
+  if (tail === null) {
+    finish(request, state, release)
+  } else if (state.tap.bytes === 0 || !state.decodeHere) {
+    // Nothing is hashed after request.raw (empty content needs no decoding:
+    // every digest is of the empty string): judged now. request.raw ends
+    // cleanly, so that the streams after it end too, and a failure reaches
+    // the reader through `tail`.
+    finish(request, state, (err) => {
+      release()
+      if (err != null) tail.destroy(err)
+    })
+  } else {
+    release()
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -408,20 +419,14 @@ function tailEndCheck (request: FastifyRequest, state: RequestState): EndCheck {
   return (callback) => finish(request, state, callback)
 }
 
-function noop (): void {}
-
 /**
  * `tail` closed before its end (the decoder failed, or its reader gave up):
- * nothing was verified. A reply that waits for the check gets the failure.
+ * the decoded digests are missing, so nothing was verified. A reply that
+ * waits for the check gets the failure.
  */
 function tailClosed (request: FastifyRequest, state: RequestState): () => void {
   return () => {
     if (state.done) return
-    if (state.decodedAlgorithms.length === 0) {
-      // Nothing was hashed after request.raw: the end of the source decides.
-      if (state.tap.digests !== null) finish(request, state, noop)
-      return
-    }
     state.done = true
     setVerification(request, { verified: false, reason: 'failed', fields: [] })
     const waiting = state.waiting
@@ -512,6 +517,7 @@ function onRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone
     decodedAlgorithms: [...decoded],
     tap: null as unknown as SourceTap,
     tail: null,
+    decodeHere: false,
     side,
     limit,
     routed: false,
@@ -571,7 +577,8 @@ function onRoutePreParsing (request: FastifyRequest, reply: FastifyReply, payloa
       Object.defineProperty(tail, 'receivedEncodedLength', { get: () => payload.receivedEncodedLength })
     }
     tail.endCheck = tailEndCheck(request, state)
-    tail.once('close', tailClosed(request, state))
+    if (decodeHere) tail.once('close', tailClosed(request, state))
+    state.decodeHere = decodeHere
     state.tail = tail
     final = tail
   }
@@ -597,15 +604,7 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
     // Readable injected: see whether anything does before the handler runs.
     // An empty body is judged now; content is left to its reader (or to the
     // reply check).
-    let waited = false
-    const resume = (): void => {
-      if (waited) return
-      waited = true
-      state.waiting = null
-      answerValidation(reply, state, done)
-    }
-    state.waiting = resume
-    state.tap.awaitData(resume)
+    state.tap.awaitData(() => answerValidation(reply, state, done))
     request.raw.read(0)
     return
   }

@@ -111,7 +111,7 @@ export class SourceTap {
     this.#overLimit = overLimit
   }
 
-  /** Call `wake` once, on the next tick after the first byte arrives (the end is the end check's). */
+  /** Call `wake` once, on the next tick after the first byte arrives or the end has been checked. */
   awaitData (wake: () => void): void {
     this.#wake = wake
   }
@@ -196,15 +196,18 @@ export class SourceTap {
       // own destroy for an abort and close the socket, and light-my-request
       // would fail the whole injected response. Readers (pipeline(), async
       // iteration, @fastify/multipart) listen for it and destroy the source
-      // themselves: that destroy then leaves the connection alone too and,
-      // as node does, emits no error nobody listens for.
+      // themselves: that destroy leaves the connection alone too, and emits
+      // no second error (the failure has been told).
       const source = this.#source
-      source._destroy = function (error, callback) {
-        callback(source.listenerCount('error') > 0 ? error : null)
+      source._destroy = function (_error, callback) {
+        callback(null)
       }
       if (source.listenerCount('error') > 0) source.emit('error', err)
     }
-    const check = (): void => this.#onEnd(release)
+    const check = (): void => {
+      this.#onEnd(release)
+      this.#woken()
+    }
     const side = this.#side
     if (side === null) check()
     else side.end(check)
