@@ -561,7 +561,8 @@ test('a custom error handler keeps its own body and gets the problem on the erro
   t.same(res.json(), { custom: true, type: `${PROBLEM}digest-mismatched-values` })
 
   const text = await buildVerifyApp(t)
-  text.setErrorHandler(async (_err, _request, reply) => reply.code(400).type('text/plain').send('no good'))
+  // A Buffer body: an error handler's answer, whatever its payload type.
+  text.setErrorHandler(async (_err, _request, reply) => reply.code(400).type('text/plain').send(Buffer.from('no good')))
   text.addContentTypeParser('application/x-custom', (_req, payload, done) => done(null, payload))
   text.post('/custom', async (request) => {
     await drain(request.body)
