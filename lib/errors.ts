@@ -43,6 +43,9 @@ export const FST_DIGEST_CONTENT_TOO_LARGE = createError(
 export const FST_DIGEST_UNREAD_TOO_LARGE = createError(
   'FST_DIGEST_UNREAD_TOO_LARGE', 'Cannot verify the %s field: the route answered before reading the body, and the rest exceeds its body limit of %s bytes', 413)
 
+export const FST_DIGEST_INCOMPLETE = createError(
+  'FST_DIGEST_INCOMPLETE', 'The request content ended before it could be checked', 400)
+
 export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
@@ -56,5 +59,6 @@ export const errors = {
   FST_DIGEST_UNSUPPORTED_ENCODING,
   FST_DIGEST_INVALID_ENCODING,
   FST_DIGEST_CONTENT_TOO_LARGE,
-  FST_DIGEST_UNREAD_TOO_LARGE
+  FST_DIGEST_UNREAD_TOO_LARGE,
+  FST_DIGEST_INCOMPLETE
 } as const satisfies Record<DigestErrorCode, unknown>

@@ -68,7 +68,8 @@ import {
   FST_DIGEST_MISSING,
   FST_DIGEST_UNSUPPORTED_ALGORITHM,
   FST_DIGEST_UNSUPPORTED_ENCODING,
-  FST_DIGEST_UNREAD_TOO_LARGE
+  FST_DIGEST_UNREAD_TOO_LARGE,
+  FST_DIGEST_INCOMPLETE
 } from './errors'
 
 /** A digest claim about the request content: one field, header or trailer. */
@@ -657,16 +658,28 @@ function answerFailure (reply: FastifyReply, state: RequestState, failure: Failu
   done(null, JSON.stringify(failure.problem))
 }
 
-/**
- * The first route-level onSend hook (before the response digests). A
- * success for a body that is still arriving waits for its end and its
- * check; a body that failed gets the problem instead of the reply.
- */
+/** The rest of the body cannot be checked: the waiting reply gets the failure. */
+function failBeforeEnd (request: FastifyRequest, state: RequestState, error: Failure['error']): void {
+  // Over the limit first, then the connection closed: answered already.
+  if (state.done) return
+  setVerification(request, { verified: false, reason: 'failed', fields: [] })
+  state.done = true
+  state.failure = blankFailure(state.params, error, { connection: 'close' })
+  const waiting = state.waiting as () => void
+  state.waiting = null
+  waiting()
+}
+
 function isStream (payload: unknown): boolean {
   // Object(): no own branch for null and undefined.
   return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
 }
 
+/**
+ * The first route-level onSend hook (before the response digests). A
+ * success for a body that is still arriving waits for its end and its
+ * check; a body that failed gets the problem instead of the reply.
+ */
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
   const state = getState(request)
   if (state === null || state.answered) {
@@ -691,12 +704,10 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   state.validated = true
   state.waiting = () => onSend(request, reply, payload, done)
   state.tap.limitRest(state.limit, () => {
-    const failure = blankFailure(state.params, new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit)), { connection: 'close' })
-    setVerification(request, { verified: false, reason: 'failed', fields: [] })
-    state.done = true
-    state.failure = failure
-    state.waiting = null
-    onSend(request, reply, payload, done)
+    const fields = fieldList(state.claims.map((c) => c.field)) || 'Content-Digest'
+    failBeforeEnd(request, state, new FST_DIGEST_UNREAD_TOO_LARGE(fields, String(state.limit)))
+  }, () => {
+    failBeforeEnd(request, state, new FST_DIGEST_INCOMPLETE())
   })
   if (state.tail !== null) state.tail.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()

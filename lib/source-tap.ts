@@ -104,16 +104,23 @@ export class SourceTap {
 
   /**
    * Read the rest within `limit` more bytes: past it, `overLimit` runs and
-   * the tap stops (the source is neither ended nor failed by it).
+   * the tap stops (the source is neither ended nor failed by it); `cutOff`
+   * runs when the source closes before its end.
    */
-  limitRest (limit: number, overLimit: () => void): void {
+  limitRest (limit: number, overLimit: () => void, cutOff: () => void): void {
     this.#allowance = limit
     this.#overLimit = overLimit
+    // The client gone before the end: no end will come.
+    this.#source.once('close', () => {
+      if (this.digests === null) cutOff()
+    })
   }
 
   /** Call `wake` once, on the next tick after the first byte arrives or the end has been checked. */
   awaitData (wake: () => void): void {
     this.#wake = wake
+    // A client gone before anything arrived wakes it too.
+    this.#source.once('close', () => this.#woken())
   }
 
   #woken (): void {

@@ -7,6 +7,9 @@ import { gzipSync } from 'node:zlib'
 import compress from '@fastify/compress'
 import { buildVerifyApp, drain, sf } from './request-helpers'
 import { assertProblem, json, serve, sleep } from './upload-helpers'
+import { h2Session } from './http2-helpers'
+import { constants } from 'node:http2'
+import { once } from 'node:events'
 
 const MATCHED = { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] }
 
@@ -110,7 +113,7 @@ test('a reply waiting for a body decoded by @fastify/compress', async (t) => {
   t.equal(broken.json().code, 'FST_DIGEST_INVALID_ENCODING')
 })
 
-test('a success streamed for a failed body is replaced by the problem', async (t) => {
+test('answers to a failed body: a success streamed is replaced by the problem, an error status stays', async (t) => {
   const app = await buildVerifyApp(t)
   app.addContentTypeParser('application/x-catch', (_req, payload, done) => done(null, payload))
   let replaced: Readable | null = null
@@ -119,10 +122,18 @@ test('a success streamed for a failed body is replaced by the problem', async (t
     replaced = Readable.from(['never sent'])
     return reply.type('text/plain').send(replaced)
   })
+  // The handler answering an error status itself: its answer stays.
+  app.post('/conflict', async (request, reply) => {
+    await drain(request.body).catch(() => {})
+    return reply.code(409).type('text/plain').send('conflict')
+  })
   const res = await app.inject({ method: 'POST', url: '/catch', headers: { 'content-type': 'application/x-catch', 'content-digest': sf('other') }, payload: 'abc' })
   t.equal(res.statusCode, 400)
   t.equal(res.json().code, 'FST_DIGEST_MISMATCH')
   t.equal((replaced as unknown as Readable).destroyed, true, 'the stream the handler sent is destroyed')
+  const own = await app.inject({ method: 'POST', url: '/conflict', headers: { 'content-type': 'application/x-catch', 'content-digest': sf('other') }, payload: 'abc' })
+  t.equal(own.statusCode, 409)
+  t.equal(own.body, 'conflict')
 })
 
 test('verify: required, a route that answers without reading a body of unknown length and no digest', async (t) => {
@@ -153,4 +164,47 @@ test('HTTP/2 without Content-Type: fastify parses nothing, the verifier still se
   t.same(json(some).verification, { verified: false, reason: 'unread', fields: [] }, 'the handler ran before the end')
   const wrong = await send({ path: '/json', headers: { 'content-digest': sf('abd') }, body: ['abc'] })
   assertProblem(t, wrong, 'FST_DIGEST_MISMATCH')
+})
+
+test('a client gone while the verifier waits: the reply is settled, nothing hangs', async (t) => {
+  for (const transport of ['h1', 'h2'] as const) {
+    const replies: Array<{ sent: boolean }> = []
+    const { send } = await serve(t, transport, { verify: 'required' }, (app) => {
+      app.addContentTypeParser('application/x-ignore', (_req, _payload, done) => done(null))
+      app.post('/ignore', async (_request, reply) => {
+        replies.push(reply)
+        return { answered: true }
+      })
+    })
+    // The handler answers at once; the verifier reads the rest, which never ends.
+    const headers = { 'content-type': 'application/x-ignore', 'content-digest': sf('abcdef'), ...(transport === 'h1' ? { 'transfer-encoding': 'chunked' } : {}) }
+    const cut = await send({ path: '/ignore', headers, body: ['abc', 'def'], delay: 50, cancelAfter: 1 })
+    t.ok(cut.status === 0 || cut.reset, `${transport}: the client saw no answer`)
+    await sleep(100)
+    t.equal(replies.length, 1)
+    t.equal(replies[0]?.sent, true, `${transport}: the reply was settled`)
+  }
+  // HTTP/2 without Content-Type: preValidation waits for a first byte that never comes.
+  const handled: string[] = []
+  const { port } = await serve(t, 'h2', {}, (app) => {
+    app.post('/wait', {
+      onSend: async (_request, reply, payload) => {
+        handled.push(`answer ${reply.statusCode}`)
+        return payload
+      }
+    }, async () => {
+      handled.push('handler')
+      return 'ok'
+    })
+  })
+  const session = await h2Session(t, port)
+  const stream = session.request({ ':method': 'POST', ':path': '/wait', 'content-digest': sf('abc') }, { endStream: false })
+  stream.on('error', () => {})
+  await sleep(50)
+  stream.close(constants.NGHTTP2_CANCEL)
+  await once(stream, 'close')
+  await sleep(100)
+  // node's compatibility layer ends request.raw when the stream closes: the
+  // check runs over what arrived (nothing), and the answer is settled.
+  t.same(handled, ['answer 400'], 'the lifecycle went on to an answer')
 })

@@ -195,6 +195,7 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_INVALID_ENCODING'
     | 'FST_DIGEST_CONTENT_TOO_LARGE'
     | 'FST_DIGEST_UNREAD_TOO_LARGE'
+    | 'FST_DIGEST_INCOMPLETE'
 
   /**
    * @fastify/static's `setHeaders` option (`setHeaders: staticHeaders`; with
