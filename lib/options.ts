@@ -25,6 +25,10 @@ export interface DigestParams {
   readonly unencodedDigest: boolean
   readonly trailers: boolean
   readonly maxBufferSize: number
+  /** Media types (lowercase, no parameters) of live streams. */
+  readonly liveTypes: ReadonlySet<string>
+  /** The route's `live` option: true or false, or null to go by `liveTypes`. */
+  readonly live: boolean | null
   readonly conditional: boolean
   readonly legacyDigest: boolean
   /** How many files' whole-file digests are kept (plugin-level only). */
@@ -44,6 +48,14 @@ export function hookList<T> (hooks: T | T[] | undefined): T[] {
 export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 export const defaultMaxBufferSize = 1024 * 1024
 export const defaultFileCacheSize = 1000
+/** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
+export const defaultLiveTypes: readonly string[] = Object.freeze([
+  'text/event-stream',
+  'application/x-ndjson',
+  'application/jsonl',
+  'application/json-seq',
+  'multipart/x-mixed-replace'
+])
 
 const verifyPolicies: readonly unknown[] = ['if-present', 'required', false]
 
@@ -60,6 +72,7 @@ const pluginOptionKeys: Readonly<Record<keyof FastifyDigestFieldsOptions, true>>
   unencodedDigest: true,
   trailers: true,
   maxBufferSize: true,
+  liveTypes: true,
   conditional: true,
   legacyDigest: true,
   fileCacheSize: true
@@ -82,7 +95,8 @@ const routeOptionKeys: Readonly<Record<keyof RouteDigestOptions, true>> = {
   maxBufferSize: true,
   conditional: true,
   trailers: true,
-  legacyDigest: true
+  legacyDigest: true,
+  live: true
 }
 const routeKeys: ReadonlySet<string> = new Set(Object.keys(routeOptionKeys))
 
@@ -150,6 +164,23 @@ function checkSize (value: unknown, fallback: number, fail: Fail, name = 'maxBuf
   return value
 }
 
+// RFC 9110 §8.3.1: media-type = type "/" subtype, each a token (§5.6.2).
+const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9a-z-]+\/[!#$%&'*+.^_`|~0-9a-z-]+$/
+
+function checkLiveTypes (value: unknown, fail: Fail): ReadonlySet<string> {
+  const list = value === undefined ? defaultLiveTypes : value
+  if (!Array.isArray(list)) throw fail('liveTypes', `expected an array of media types, got ${describe(list)}`)
+  const out = new Set<string>()
+  for (const type of list) {
+    const normalized = typeof type === 'string' ? type.trim().toLowerCase() : ''
+    if (!MEDIA_TYPE.test(normalized)) {
+      throw fail('liveTypes', `expected media types such as "text/event-stream" (no parameters), got ${describe(type)}`)
+    }
+    out.add(normalized)
+  }
+  return out
+}
+
 const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, reason)
 
 /** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
@@ -188,6 +219,8 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     unencodedDigest,
     trailers: checkBoolean(opts.trailers, 'trailers', true, pluginFail),
     maxBufferSize: checkSize(opts.maxBufferSize, defaultMaxBufferSize, pluginFail),
+    liveTypes: checkLiveTypes(opts.liveTypes, pluginFail),
+    live: null,
     conditional: checkBoolean(opts.conditional, 'conditional', true, pluginFail),
     legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', false, pluginFail),
     fileCacheSize: checkSize(opts.fileCacheSize, defaultFileCacheSize, pluginFail, 'fileCacheSize', 'files')
@@ -222,6 +255,7 @@ export function normalizeRouteOptions (
     verify: checkVerify(opts.verify, global.verify, fail),
     trailers: checkBoolean(opts.trailers, 'trailers', global.trailers, fail),
     maxBufferSize: checkSize(opts.maxBufferSize, global.maxBufferSize, fail),
+    live: opts.live === undefined ? null : checkBoolean(opts.live, 'live', false, fail),
     conditional: checkBoolean(opts.conditional, 'conditional', global.conditional, fail),
     legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', global.legacyDigest, fail)
   })

@@ -31,7 +31,7 @@
 import { Readable, pipeline } from 'node:stream'
 import type { ReadStream } from 'node:fs'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify'
-import type { DigestAlgorithm } from '../types/index'
+import type { DigestAlgorithm, ResponseDigestField } from '../types/index'
 import { hookList, type DigestParams, type RouteHookInstaller } from './options'
 import { selectAlgorithms } from './negotiation'
 import { digestFieldOf, fieldWriter, parseDigestField, parseWantField, serializeSelected, type FieldWriter } from './fields'
@@ -40,6 +40,9 @@ import { getDeclared } from './declared'
 import { kResponseState, kStaticFile } from './symbols'
 import { FileDigestCache, hashFile, identityFile, resolveFileResponse, type FileResponse } from './file-digests'
 import { timingSafeEqual } from 'node:crypto'
+import { isLiveStream } from './live-streams'
+import { OmissionLog, missingFields, type OmissionReason } from './omissions'
+import { commaSeparatedTrailer } from './trailer-field'
 
 type Payload = unknown
 type Done = (err: Error | null, payload?: Payload) => void
@@ -69,7 +72,12 @@ interface ResponseState {
   file: FileResponse | null
   /** Strict mode: digests of the whole file as sent, coding included (for HEAD and 206). */
   fileCoded: DigestResults | null
+  /** A live stream (lib/live-streams.ts), as the representation stage saw it: never held back. */
+  live: boolean
+  /** Why digest fields were given up on, if they were (lib/omissions.ts). */
+  omitted: OmissionReason | null
   readonly files: FileDigestCache
+  readonly omissions: OmissionLog
 }
 
 function ignoreError (): void {}
@@ -151,7 +159,7 @@ function conditionalAlgorithm (params: DigestParams): DigestAlgorithm {
   return params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
 }
 
-function newState (request: FastifyRequest, params: DigestParams, files: FileDigestCache): ResponseState | typeof kNothing {
+function newState (request: FastifyRequest, params: DigestParams, files: FileDigestCache, omissions: OmissionLog): ResponseState | typeof kNothing {
   const headers = request.headers
   const wantContent = parseWantField(headers['want-content-digest'])
   const wantRepr = parseWantField(headers['want-repr-digest'])
@@ -184,7 +192,10 @@ function newState (request: FastifyRequest, params: DigestParams, files: FileDig
     reprEncoding: undefined,
     file: null,
     fileCoded: null,
-    files
+    live: false,
+    omitted: null,
+    files,
+    omissions
   }
 }
 
@@ -205,8 +216,20 @@ async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyRepl
     if (length === undefined || Number(length) === collected.bytes) state.repr = hasher.digests
     state.reprBytes = collected.bytes
   } else {
-    (collected.rest as Readable).destroy()
+    state.omitted = 'over-max-buffer-size'
+    ;(collected.rest as Readable).destroy()
   }
+  return Readable.from([])
+}
+
+/**
+ * HEAD of a live stream: answered at once. The stream is not read (fastify
+ * destroys a streamed payload the response did not finish reading, too:
+ * lib/reply.js sendStream), so its Repr-Digest is unknown unless declared.
+ */
+function liveHead (stream: NodeJS.ReadableStream, state: ResponseState): Readable {
+  ;(stream as Readable).destroy()
+  state.omitted = 'live-stream'
   return Readable.from([])
 }
 
@@ -277,7 +300,19 @@ async function streamRepresentation (
   // stream's error state when it takes the stream.
   payload.on('error', ignoreError)
   if (await fileRepresentation(request, reply, payload, state)) return payload
-  if (request.method === 'HEAD') return await hashHeadStream(payload, reply, state)
+  const params = state.params
+  state.live = isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
+  if (request.method === 'HEAD') return state.live ? liveHead(payload, state) : await hashHeadStream(payload, reply, state)
+  if (state.live) {
+    // Never held back: a Repr-Digest precondition cannot be evaluated before
+    // the stream is sent, so it is not (RFC 9530 §3 leaves the 406 to the
+    // server); the digests go as trailers, or not at all.
+    state.conditional = null
+    if (!trailersAllowed(request, params)) {
+      state.omitted = 'live-stream'
+      return payload
+    }
+  }
   // Strict mode without Unencoded-Digest: the representation is whatever
   // the content stage sees (coded or not); hash it there, once.
   if (!identityNeeded(state.params)) return payload
@@ -553,6 +588,8 @@ async function streamedContent (
 ): Promise<Payload> {
   const { params } = state
   const partial = reply.statusCode === 206
+  // A live stream without trailers: passed on as it is (streamRepresentation).
+  if (state.omitted === 'live-stream') return payload
   if (state.file !== null) {
     const out = await fileContent(request, reply, payload, state, state.file)
     if (out !== kAsStream) return out
@@ -589,12 +626,13 @@ async function streamedContent (
     if (params.unencodedDigest) {
       trailer(reply, 'unencoded-digest', state.reprAlgs, true, (r) => reprDigests(r, identityOf(), state.reprAlgs))
     }
+    commaSeparatedTrailer(reply.raw)
     return hasher
   }
 
   const collected = await collectUpTo(hasher, params.maxBufferSize)
   if (collected.chunks === null) {
-    request.log.debug({ limit: params.maxBufferSize }, 'fastify-digest-fields: streamed body larger than maxBufferSize, digests omitted')
+    state.omitted = 'over-max-buffer-size'
     // A file's representation digest does not depend on the content.
     if (state.file !== null) return finish(reply, collected.rest, state, null, state.repr, partial)
     return collected.rest
@@ -678,6 +716,16 @@ function dropTrailers (reply: FastifyReply): void {
   }
 }
 
+/** Tell the application (and the log, once per route) which wanted fields were given up on. */
+function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
+  if (state.omitted === null) return
+  const wanted: ResponseDigestField[] = []
+  if (state.contentAlgs.length > 0) wanted.push('Content-Digest')
+  if (state.reprAlgs.length > 0) wanted.push('Repr-Digest')
+  if (state.reprAlgs.length > 0 && state.params.unencodedDigest) wanted.push('Unencoded-Digest')
+  state.omissions.report(request, reply, state.omitted, missingFields(reply, wanted), state.params.trailers)
+}
+
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
   const state = (request as unknown as { [kResponseState]: ResponseState | typeof kNothing })[kResponseState]
   addVary(reply)
@@ -692,10 +740,15 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
     return
   }
   if (request.method !== 'HEAD' && isNodeStream(payload)) {
-    streamedContent(request, reply, payload, state).then((p) => done(null, p), done)
+    streamedContent(request, reply, payload, state).then((p) => {
+      reportOmitted(request, reply, state)
+      done(null, p)
+    }, done)
     return
   }
-  done(null, bufferedContent(request, reply, payload, state))
+  const out = bufferedContent(request, reply, payload, state)
+  reportOmitted(request, reply, state)
+  done(null, out)
 }
 
 /**
@@ -713,14 +766,19 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   // look at carries no digest fields.
   fastify.decorateRequest(kResponseState as unknown as string, kNothing)
   fastify.decorateReply(kStaticFile as unknown as string, null)
+  fastify.decorateReply('digestsOmitted', null)
   const files = new FileDigestCache(params.fileCacheSize)
+  const omissions = new OmissionLog()
 
   function digestRepresentation (
     request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, both: boolean
   ): void {
     // A state left by an earlier send: this one is fastify's error after it.
-    if ((request as unknown as { [kResponseState]: unknown })[kResponseState] !== kNothing) dropTrailers(reply)
-    const state = newState(request, routeParams, files)
+    if ((request as unknown as { [kResponseState]: unknown })[kResponseState] !== kNothing) {
+      dropTrailers(reply)
+      ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
+    }
+    const state = newState(request, routeParams, files, omissions)
     ;(request as unknown as { [kResponseState]: unknown })[kResponseState] = state
     if (state === kNothing) {
       representationDone(request, reply, payload, done, both)

@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import Fastify from 'fastify'
 import digestFields = require('../lib/index')
-import { normalizeOptions } from '../lib/options'
+import { normalizeOptions, normalizeRouteOptions } from '../lib/options'
 
 const bad: Array<[string, unknown, RegExp]> = [
   ['algorithms not an array', { algorithms: 'sha-256' }, /"algorithms": expected a non-empty array/],
@@ -44,6 +44,8 @@ test('defaults and normalization', async (t) => {
     unencodedDigest: false,
     trailers: true,
     maxBufferSize: 1048576,
+    liveTypes: new Set(['text/event-stream', 'application/x-ndjson', 'application/jsonl', 'application/json-seq', 'multipart/x-mixed-replace']),
+    live: null,
     conditional: true,
     legacyDigest: false,
     fileCacheSize: 1000
@@ -61,6 +63,28 @@ test('defaults and normalization', async (t) => {
   t.same(o.reprDigest, ['sha-512', 'crc32c'], 'server order, duplicates dropped')
   t.same(normalizeOptions({ contentDigest: 'sha-512', reprDigest: false }).contentDigest, ['sha-512'])
   t.equal(normalizeOptions({ verify: 'required' }).verify, 'required')
+  t.same(normalizeOptions({ liveTypes: [' Text/Event-Stream ', 'application/x-ndjson'] }).liveTypes, new Set(['text/event-stream', 'application/x-ndjson']), 'trimmed, lowercase')
+  t.same(normalizeOptions({ liveTypes: [] }).liveTypes, new Set(), 'no live types')
+})
+
+test('liveTypes and the live route option are validated', async (t) => {
+  const cases: Array<[unknown, RegExp]> = [
+    ['text/event-stream', /"liveTypes": expected an array of media types, got "text\/event-stream"/],
+    [['text/event-stream; charset=utf-8'], /"liveTypes": expected media types such as "text\/event-stream" \(no parameters\), got "text\/event-stream; charset=utf-8"/],
+    [['text'], /got "text"/],
+    [['text/*/x'], /got "text\/\*\/x"/],
+    [[42], /got number/],
+    [null, /got null/]
+  ]
+  for (const [liveTypes, message] of cases) {
+    t.throws(() => normalizeOptions({ liveTypes: liveTypes as never }), { code: 'FST_DIGEST_INVALID_OPTION', message }, JSON.stringify(liveTypes))
+  }
+  const global = normalizeOptions()
+  t.equal(normalizeRouteOptions(global, { live: true }, 'GET', '/')?.live, true)
+  t.equal(normalizeRouteOptions(global, { live: false }, 'GET', '/')?.live, false)
+  t.equal(normalizeRouteOptions(global, {}, 'GET', '/')?.live, null, 'by liveTypes')
+  t.throws(() => normalizeRouteOptions(global, { live: 'yes' }, 'GET', '/x'), { code: 'FST_DIGEST_INVALID_ROUTE_OPTION', message: /GET \/x: live: expected a boolean, got "yes"/ })
+  t.throws(() => normalizeRouteOptions(global, { liveTypes: [] }, 'GET', '/x'), { message: /liveTypes: not a route-level option/ })
 })
 
 test('unknown keys fail at registration, naming the key and the nearest option', async (t) => {
@@ -71,7 +95,7 @@ test('unknown keys fail at registration, naming the key and the nearest option',
     ['case', { contentdigest: true }, 'Invalid fastify-digest-fields option "contentdigest": unknown option; did you mean "contentDigest"?'],
     ['kebab case', { 'repr-digest': true }, 'Invalid fastify-digest-fields option "repr-digest": unknown option; did you mean "reprDigest"?'],
     ['shortened', { maxBuffer: 10 }, 'Invalid fastify-digest-fields option "maxBuffer": unknown option; did you mean "maxBufferSize"?'],
-    ['nothing near', { foo: 1 }, 'Invalid fastify-digest-fields option "foo": unknown option (options: algorithms, contentDigest, reprDigest, verify, strict, unencodedDigest, trailers, maxBufferSize, conditional, legacyDigest, fileCacheSize)'],
+    ['nothing near', { foo: 1 }, 'Invalid fastify-digest-fields option "foo": unknown option (options: algorithms, contentDigest, reprDigest, verify, strict, unencodedDigest, trailers, maxBufferSize, liveTypes, conditional, legacyDigest, fileCacheSize)'],
     ['even when undefined', { verify: 'required', trailer: undefined }, 'Invalid fastify-digest-fields option "trailer": unknown option; did you mean "trailers"?']
   ]
   for (const [name, opts, message] of cases) {
@@ -103,10 +127,10 @@ test('the digest route option: object, false, or FST_DIGEST_INVALID_ROUTE_OPTION
     [true, /digest: expected an object or false, got boolean/],
     [null, /got null/],
     [['sha-256'], /got an array/],
-    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest\)$/],
+    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
     [{ verfy: 'required' }, /for GET \/bad\d+: verfy: unknown option; did you mean "verify"\?$/],
     [{ contentDigests: true }, /contentDigests: unknown option; did you mean "contentDigest"\?$/],
-    [{ algorithm: ['sha-256'] }, /algorithm: unknown option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest\)$/],
+    [{ algorithm: ['sha-256'] }, /algorithm: unknown option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
     [{ contentDigest: 'md5' }, /contentDigest: expected true, false, or algorithms among the enabled ones/],
     [{ verify: 'maybe' }, /verify: expected/],
     [{ maxBufferSize: -5 }, /maxBufferSize: expected/],

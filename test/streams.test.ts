@@ -21,7 +21,7 @@ test('trailers when the client sends TE: trailers (inject)', async (t) => {
   t.equal(res.rawPayload.length, body.length)
   t.equal(res.headers['content-length'], undefined, 'Content-Length removed when trailers are used')
   t.equal(res.headers['transfer-encoding'], 'chunked')
-  t.equal(res.headers.trailer, 'content-digest repr-digest')
+  t.equal(res.headers.trailer, 'content-digest, repr-digest', 'a comma-separated list (RFC 9110 §6.6.2)')
   t.equal(res.headers['content-digest'], undefined)
   t.equal(res.trailers['content-digest'], sf(body))
   t.equal(res.trailers['repr-digest'], `${sf(body)}, ${sf(body, 'sha-512')}`)
@@ -43,20 +43,35 @@ test('no TE: trailers, or HTTP/1.0, or trailers: false: buffered and sent as hea
   t.same(off.trailers, {})
 })
 
-test('over maxBufferSize without trailers: streamed untouched, digests omitted', async (t) => {
-  const app = await buildApp(t, { contentDigest: true, reprDigest: true, maxBufferSize: 10000 }, { logger: { level: 'debug', stream: { write: (line: string) => { logs.push(line) } } } })
-  const logs: string[] = []
+test('over maxBufferSize without trailers: streamed untouched, digests omitted, the app told, a warning once per route', async (t) => {
+  const logs: Array<Record<string, unknown>> = []
+  const omitted: unknown[] = []
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true, maxBufferSize: 10000 }, { logger: { level: 'warn', stream: { write: (line: string) => { logs.push(JSON.parse(line)) } } } })
+  app.addHook('onResponse', async (_req, reply) => { omitted.push(reply.digestsOmitted) })
   const body = pattern(30000)
   app.get('/s', async (_req, reply) => reply.type('application/octet-stream').send(chunked(body, 4096)))
   app.get('/route', { digest: { maxBufferSize: 100000 } }, async (_req, reply) => reply.type('application/octet-stream').send(chunked(body, 4096)))
+  app.get('/asked', { digest: { contentDigest: false, reprDigest: false, trailers: false } }, async (_req, reply) => reply.type('application/octet-stream').send(chunked(body, 4096)))
   const res = await app.inject('/s')
   t.equal(res.statusCode, 200)
   t.ok(res.rawPayload.equals(body), 'every byte arrives, in order')
   t.equal(res.headers['content-digest'], undefined)
   t.equal(res.headers['repr-digest'], undefined)
-  t.ok(logs.some((l) => l.includes('larger than maxBufferSize')), 'the omission is logged at debug')
+  t.same(omitted.pop(), { reason: 'over-max-buffer-size', fields: ['Content-Digest', 'Repr-Digest'] }, 'reply.digestsOmitted')
+  await app.inject('/s')
+  t.same(logs.map((l) => [l.level, l.route, l.reason, l.fields]), [[40, 'GET /s', 'over-max-buffer-size', ['Content-Digest', 'Repr-Digest']]], 'one warning for two responses')
+  t.match(logs[0]?.msg, /Content-Digest, Repr-Digest not sent on GET \/s: the streamed response is larger than maxBufferSize and goes without trailers\. Fix: raise maxBufferSize \(plugin or route option\) above the response's size, or clients that send "TE: trailers" get them as trailers/)
   const route = await app.inject('/route')
   t.equal(route.headers['content-digest'], sf(body), 'a route may raise the limit')
+  t.equal(omitted.pop(), null, 'nothing omitted')
+  // Nothing configured, Content-Digest asked for with Want-*, trailers off on the route.
+  const asked = await app.inject({ url: '/asked', headers: { 'want-content-digest': 'sha-256=1', te: 'trailers' } })
+  t.equal(asked.headers['content-digest'], undefined)
+  t.same(omitted.pop(), { reason: 'over-max-buffer-size', fields: ['Content-Digest'] })
+  t.match(logs[1], { route: 'GET /asked', msg: /Fix: raise maxBufferSize \(plugin or route option\) above the response's size, or set the trailers option to true, and clients that send "TE: trailers" get them as trailers/ })
+  await app.inject('/asked')
+  t.equal(omitted.pop(), null, 'nothing asked, nothing omitted')
+  t.equal(logs.length, 2)
 })
 
 test('HEAD of a streamed route: Repr-Digest hashed up to maxBufferSize, empty Content-Digest', async (t) => {
@@ -65,6 +80,8 @@ test('HEAD of a streamed route: Repr-Digest hashed up to maxBufferSize, empty Co
   const large = pattern(20000)
   app.get('/small', async (_req, reply) => reply.type('application/octet-stream').send(chunked(small, 1000)))
   app.get('/large', async (_req, reply) => reply.type('application/octet-stream').send(chunked(large, 1000)))
+  const omitted: unknown[] = []
+  app.addHook('onResponse', async (_req, reply) => { omitted.push(reply.digestsOmitted) })
   const a = await app.inject({ method: 'HEAD', url: '/small' })
   t.equal(a.statusCode, 200)
   t.equal(a.headers['content-digest'], EMPTY_SHA256)
@@ -74,6 +91,7 @@ test('HEAD of a streamed route: Repr-Digest hashed up to maxBufferSize, empty Co
   t.equal(b.headers['content-digest'], EMPTY_SHA256)
   t.equal(b.headers['repr-digest'], undefined, 'too large to hash for a HEAD: omitted')
   t.same(b.trailers, {}, 'never trailers on HEAD')
+  t.same(omitted, [null, { reason: 'over-max-buffer-size', fields: ['Repr-Digest'] }], 'reply.digestsOmitted')
 })
 
 test('stream errors do not become digests', async (t) => {
@@ -108,7 +126,7 @@ test('over a real server: trailers with gzip, checked by a node:http client', as
     req.end()
   })
   t.equal(got.headers['content-encoding'], 'gzip')
-  t.equal(got.headers.trailer, 'content-digest repr-digest')
+  t.equal(got.headers.trailer, 'content-digest, repr-digest')
   t.equal(got.trailers['content-digest'], sf(got.raw))
   t.equal(got.trailers['repr-digest'], sf(decode(got.raw, 'gzip')))
   t.ok(decode(got.raw, 'gzip').equals(body))

@@ -33,6 +33,12 @@ declare module 'fastify' {
      * unixcksum, their numeric value.
      */
     setReprDigest (digests: fastifyDigestFields.DeclaredDigests): FastifyReply
+    /**
+     * The digest fields this response was meant to carry but does not, and
+     * why; `null` when none was left out. Set by the plugin's onSend hooks:
+     * read it from `onResponse` (or an onSend hook added after the plugin's).
+     */
+    readonly digestsOmitted: fastifyDigestFields.DigestOmission | null
   }
 }
 
@@ -75,6 +81,14 @@ declare namespace fastifyDigestFields {
     trailers?: boolean
     /** Streamed bodies: buffer up to this many bytes to send digests as headers. Default 1 MiB. */
     maxBufferSize?: number
+    /**
+     * Media types of live streams (event streams, NDJSON, ...), never held
+     * back for a digest: their digests go in trailers when the client allows
+     * them, else none. Parameters of the response's Content-Type are ignored.
+     * Replaces the default list: `text/event-stream`, `application/x-ndjson`,
+     * `application/jsonl`, `application/json-seq`, `multipart/x-mixed-replace`.
+     */
+    liveTypes?: readonly string[]
     /** Answer 406 to a GET/HEAD whose Repr-Digest does not match. Default `true`. */
     conditional?: boolean
     /** Also verify the RFC 3230 `Digest` request header. Default `false`. */
@@ -90,7 +104,27 @@ declare namespace fastifyDigestFields {
   export type RouteDigestOptions = Pick<
     FastifyDigestFieldsOptions,
     'contentDigest' | 'reprDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest'
-  >
+  > & {
+    /**
+     * `true`: the route's streamed responses are live streams (never held
+     * back for a digest); `false`: they never are, whatever their media type.
+     * Default: by `liveTypes`.
+     */
+    live?: boolean
+  }
+
+  /** A response digest field the plugin can send. */
+  export type ResponseDigestField = 'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest'
+
+  /**
+   * Why digest fields that were asked for (Want-*) or configured were left
+   * out of a response: a live stream without trailers (or the HEAD of one),
+   * or a stream larger than `maxBufferSize` without trailers.
+   */
+  export interface DigestOmission {
+    reason: 'live-stream' | 'over-max-buffer-size'
+    fields: ResponseDigestField[]
+  }
 
   export type DeclaredDigests = Partial<Record<DigestAlgorithm, Buffer | Uint8Array | number>>
 

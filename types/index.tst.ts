@@ -12,6 +12,7 @@ import digestFields, {
   serializeDigestField,
   staticHeaders,
   type DigestAlgorithm,
+  type DigestOmission,
   type DigestVerification,
   type FastifyDigestFieldsOptions,
   type RouteDigestOptions
@@ -41,8 +42,10 @@ test('plugin options', () => {
     maxBufferSize: 65536,
     conditional: false,
     legacyDigest: true,
-    fileCacheSize: 50
+    fileCacheSize: 50,
+    liveTypes: ['text/event-stream', 'application/x-ndjson']
   })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { liveTypes: 'text/event-stream' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileCacheSize: '50' })
   app.register(digestFields, { contentDigest: 'sha-512', verify: false })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: ['md4'] })
@@ -62,6 +65,9 @@ test('the digest route option', () => {
   app.post('/c', { digest: { verify: 'required', maxBufferSize: 1 } }, handler)
   app.route({ method: 'GET', url: '/d', digest: { reprDigest: true, conditional: false }, handler })
   app.route({ method: 'GET', url: '/e', digest: false, handler })
+  app.get('/f', { digest: { live: true } }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { live: 'yes' } }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { liveTypes: ['text/plain'] } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: 'yes' }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: true }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { algorithms: ['sha-256'] } }, handler)
@@ -77,6 +83,11 @@ test('decorators', () => {
     expect(reply.setReprDigest({ 'sha-256': Buffer.alloc(32), unixsum: 6405 })).type.toBe<typeof reply>()
     expect(reply.setReprDigest).type.not.toBeCallableWith({ md4: Buffer.alloc(16) })
     return 'ok'
+  })
+  app.addHook('onResponse', async (_request, reply) => {
+    expect(reply.digestsOmitted).type.toBe<DigestOmission | null>()
+    expect(reply.digestsOmitted?.reason).type.toBe<'live-stream' | 'over-max-buffer-size' | undefined>()
+    expect(reply.digestsOmitted?.fields).type.toBe<Array<'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest'> | undefined>()
   })
 })
 

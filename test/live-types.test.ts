@@ -1,0 +1,30 @@
+// Which streamed responses are live (lib/live-streams.ts): the route's
+// `live` option, else the response's media type among `liveTypes`.
+import { test } from 'tap'
+import { isLiveStream, mediaTypeOf } from '../lib/live-streams'
+import { defaultLiveTypes } from '../lib/options'
+
+test('mediaTypeOf: lowercase, parameters and whitespace dropped', async (t) => {
+  const cases: Array<[unknown, string]> = [
+    ['text/event-stream', 'text/event-stream'],
+    ['Text/Event-Stream; charset=utf-8', 'text/event-stream'],
+    ['  application/x-ndjson ;q=1', 'application/x-ndjson'],
+    [['application/jsonl', 'text/plain'], 'application/jsonl'],
+    [[], ''],
+    [undefined, ''],
+    [42, '']
+  ]
+  for (const [value, type] of cases) t.equal(mediaTypeOf(value), type, JSON.stringify(value))
+})
+
+test('isLiveStream: the route option first, then the media type', async (t) => {
+  const types = new Set(defaultLiveTypes)
+  for (const type of defaultLiveTypes) {
+    t.equal(isLiveStream(null, types, `${type}; charset=utf-8`), true, type)
+    t.equal(isLiveStream(false, types, type), false, `${type}, live: false`)
+  }
+  t.equal(isLiveStream(null, types, 'application/octet-stream'), false)
+  t.equal(isLiveStream(true, types, 'application/octet-stream'), true, 'live: true')
+  t.equal(isLiveStream(null, types, undefined), false, 'no Content-Type')
+  t.equal(isLiveStream(null, new Set(['application/x-custom']), 'text/event-stream'), false, 'liveTypes replaces the list')
+})
