@@ -4,7 +4,7 @@
 // the declared trailer names joined by spaces (lib/reply.js, onSendEnd:
 // `header += ' '; header += trailerName` ... `reply.header('Trailer',
 // header.trim())`). RFC 9110 §6.6.2 defines `Trailer = #field-name`, a
-// comma-separated list. Until fastify writes it so (test/trailer-field.test.ts
+// comma-separated list. Until fastify writes it so (test/live-streams.test.ts
 // shows fastify's own output and fails once it does), the field is rewritten
 // just before the response head goes out: the raw response's writeHead, which
 // node calls for the first write of a streamed body, over HTTP/1.1
