@@ -72,8 +72,6 @@ interface ResponseState {
   file: FileResponse | null
   /** Strict mode: digests of the whole file as sent, coding included (for HEAD and 206). */
   fileCoded: DigestResults | null
-  /** A live stream (lib/live-streams.ts), as the representation stage saw it: never held back. */
-  live: boolean
   /** Why digest fields were given up on, if they were (lib/omissions.ts). */
   omitted: OmissionReason | null
   readonly files: FileDigestCache
@@ -192,7 +190,6 @@ function newState (request: FastifyRequest, params: DigestParams, files: FileDig
     reprEncoding: undefined,
     file: null,
     fileCoded: null,
-    live: false,
     omitted: null,
     files,
     omissions
@@ -301,12 +298,14 @@ async function streamRepresentation (
   payload.on('error', ignoreError)
   if (await fileRepresentation(request, reply, payload, state)) return payload
   const params = state.params
-  state.live = isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
-  if (request.method === 'HEAD') return state.live ? liveHead(payload, state) : await hashHeadStream(payload, reply, state)
-  if (state.live) {
-    // Never held back: a Repr-Digest precondition cannot be evaluated before
-    // the stream is sent, so it is not (RFC 9530 §3 leaves the 406 to the
-    // server); the digests go as trailers, or not at all.
+  // A live stream (lib/live-streams.ts) is never held back.
+  const live = isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
+  if (request.method === 'HEAD') return live ? liveHead(payload, state) : await hashHeadStream(payload, reply, state)
+  if (live) {
+    // A Repr-Digest precondition cannot be evaluated before the stream is
+    // sent, so it is not (the 406 rule is the plugin's own, not RFC
+    // 9530's: README "Conditional GET"); the digests go as trailers, or
+    // not at all.
     state.conditional = null
     if (!trailersAllowed(request, params)) {
       state.omitted = 'live-stream'
