@@ -18,6 +18,8 @@
 // the same ETag, and only uses a digest that is already cached.
 import { ReadStream, fstatSync, type Stats } from 'node:fs'
 import { open, stat as statPath, type FileHandle } from 'node:fs/promises'
+import type { ServerResponse } from 'node:http'
+import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../types/index'
 import { MultiDigester, type DigestResults } from './digest-stream'
@@ -247,18 +249,22 @@ export class FileDigestCache {
 
 interface WithStaticFile { [kStaticFile]: StaticFile | null }
 
+type RawResponse = ServerResponse | Http2ServerResponse
+
 /**
  * @fastify/static's `setHeaders` option: `setHeaders: staticHeaders`, or,
  * with headers of your own, call it from your function with the same three
  * arguments. It records the file a response stands for, and its stat, so
  * HEAD and 206 responses can carry the whole file's Repr-Digest.
+ * @fastify/static 10 passes the reply; 8 and 9 pass the raw response
+ * (`reply.raw`), which gets the record as a property of its own.
  */
-export function staticHeaders (reply: FastifyReply, path: string, stat: Stats): void {
+export function staticHeaders (reply: FastifyReply | RawResponse, path: string, stat: Stats): void {
   (reply as unknown as WithStaticFile)[kStaticFile] = { path, stat }
 }
 
 function recorded (reply: FastifyReply): StaticFile | null {
-  return (reply as unknown as WithStaticFile)[kStaticFile] ?? null
+  return (reply as unknown as WithStaticFile)[kStaticFile] ?? (reply.raw as unknown as Partial<WithStaticFile>)[kStaticFile] ?? null
 }
 
 async function statOf (path: string): Promise<Stats | null> {

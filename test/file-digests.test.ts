@@ -187,10 +187,11 @@ test('identityFile: the original next to a pre-compressed file', async (t) => {
   t.equal(await identityFile(lone, 'gzip'), null, 'no original on disk')
 })
 
-interface FakeReply { statusCode: number, headers: Record<string, unknown>, getHeader (name: string): unknown }
+// `raw`: where @fastify/static 8 and 9 have staticHeaders record the file.
+interface FakeReply { statusCode: number, headers: Record<string, unknown>, getHeader (name: string): unknown, raw: object }
 
 function fakeReply (statusCode: number, headers: Record<string, unknown>): FastifyReply {
-  const reply: FakeReply = { statusCode, headers, getHeader: (name) => headers[name] }
+  const reply: FakeReply = { statusCode, headers, getHeader: (name) => headers[name], raw: {} }
   return reply as unknown as FastifyReply
 }
 

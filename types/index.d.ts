@@ -3,6 +3,8 @@
 import type { FastifyPluginCallback, FastifyReply, RawServerBase, RawServerDefault } from 'fastify'
 import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
 import type { Stats } from 'node:fs'
+import type { ServerResponse } from 'node:http'
+import type { Http2ServerResponse } from 'node:http2'
 
 declare module 'fastify' {
   interface RouteShorthandOptions<
@@ -237,7 +239,7 @@ declare namespace fastifyDigestFields {
    * It tells the plugin which file and stat a response stands for, so HEAD
    * and 206 responses carry the whole file's Repr-Digest.
    */
-  export function staticHeaders (reply: FastifyReply, path: string, stat: Stats): void
+  export function staticHeaders (reply: FastifyReply | ServerResponse | Http2ServerResponse, path: string, stat: Stats): void
 
   export const errors: { readonly [K in DigestErrorCode]: FastifyErrorConstructor<{ code: K }> }
   export type DigestError = FastifyError
