@@ -336,3 +336,19 @@ test('strict mode with Unencoded-Digest: a live stream without trailers names al
   t.same(trailed.trailers, { 'content-digest': sf(ALL), 'repr-digest': sf(ALL), 'unencoded-digest': sf(ALL) })
   t.equal(omitted.pop(), null)
 })
+
+test('a live stream from the not-found handler: no fields, reply.digestsOmitted, one warning named for the 404s', async (t) => {
+  const logs: Array<Record<string, unknown>> = []
+  const app = await buildApp(t, { contentDigest: true }, { logger: { level: 'warn', stream: { write: (line: string) => { logs.push(JSON.parse(line)) } } } })
+  const omitted: unknown[] = []
+  app.addHook('onResponse', async (_req, reply) => { omitted.push(reply.digestsOmitted) })
+  app.setNotFoundHandler(async (_request, reply) => reply.code(404).type('text/event-stream').send(Readable.from(EVENTS)))
+  for (const url of ['/nothing', '/else']) {
+    const res = await app.inject(url)
+    t.equal(res.statusCode, 404)
+    t.equal(res.body, ALL)
+    t.equal(res.headers['content-digest'], undefined)
+  }
+  t.same(omitted, [{ reason: 'live-stream', fields: ['Content-Digest'] }, { reason: 'live-stream', fields: ['Content-Digest'] }])
+  t.same(logs.map((l) => l.route), ['(404)'], 'one warning for every not-found answer')
+})
