@@ -17,6 +17,7 @@ require('./tick-maps')
 // h2Once() is the single request of the checks made before measuring.
 
 const http2 = require('node:http2')
+const { median } = require('./stats')
 
 const HOST = '127.0.0.1'
 /** Seconds without any stream ending after which a run gives up. */
@@ -70,13 +71,6 @@ async function h2Once (port, request, extraHeaders) {
   } finally {
     await close(session)
   }
-}
-
-function median (values) {
-  if (values.length === 0) return 0
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
 /**

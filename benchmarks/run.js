@@ -55,6 +55,7 @@ const { scenarios } = require('./scenarios')
 const { h2Once } = require('./h2-load')
 
 const { numberFromEnv } = require('./env')
+const { median } = require('./stats')
 const MiB = 1048576
 const HOST = '127.0.0.1'
 /** Seconds per warm-up burst (see warmUp). */
@@ -311,12 +312,6 @@ function cannon (port, request, seconds, connections) {
 
 // ---------------------------------------------------------------------------
 // Statistics
-
-function median (values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
-}
 
 /** Half the min-max range, relative to the median. */
 function spread (values) {

@@ -31,6 +31,7 @@ const http = require('node:http')
 const os = require('node:os')
 const path = require('node:path')
 const { numberFromEnv } = require('./env')
+const { median } = require('./stats')
 
 const REQUESTS = numberFromEnv('BENCH_STREAM_REQUESTS', 20)
 const WARMUP = 2
@@ -113,12 +114,6 @@ function verdict (c, seen) {
   const [place, ...others] = seen
   if (others.length > 0 || place.split(':')[0] !== c.expect) return `WRONG: ${seen.join(' | ')} (expected ${c.expect})`
   return c.expect === 'none' ? 'none' : `${c.expect} ✓ (${place.split(': ')[1].replace(/-digest/g, '')})`
-}
-
-function median (values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
 /** Runs the cases in turns; `memory`: bracket each request with the server's memory sampling. */
