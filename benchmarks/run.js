@@ -482,7 +482,7 @@ function inTurn (servers) {
  * deoptimizes hot stream functions (Readable.push, read, flow, emit: "wrong
  * map") and re-optimizes them in the next burst. With one 2 s burst, that
  * happened in the first measured run of every process: +10 to +15 % of
- * instructions per request for a 1 KiB GET, on every side (BENCHMARKS.md,
+ * instructions per request for a 1 KiB GET, on every side (docs/benchmarks.md,
  * "Method"). After four bursts it no longer shows.
  */
 async function warmUp (load, port) {
@@ -578,7 +578,7 @@ async function runUploads (scenario, servers) {
 async function runScenario (scenario) {
   // Several processes per side (BENCH_PROCESSES): the same server code can
   // settle into a faster or slower state from one process to the next (see
-  // BENCHMARKS.md), so no side is judged on one process only.
+  // docs/benchmarks.md), so no side is judged on one process only.
   const servers = scenario.sides.map((side) => Array.from({ length: config.processes }, (_, copy) => new Server(scenario, side, copy)))
   // The HTTP/2 scenario's client runs in a process of its own (h2-load.js).
   const driver = scenario.protocol === 'h2' ? new H2Driver(scenario) : null

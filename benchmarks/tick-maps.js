@@ -2,7 +2,7 @@
 
 // Loaded first by every benchmark process (runner and servers), before
 // anything else runs: it keeps one of Node's tick objects alive for the
-// life of the process. Why (measured on Node 20.20, V8 11.3; BENCHMARKS.md,
+// life of the process. Why (measured on Node 20.20, V8 11.3; docs/benchmarks.md,
 // "The slow process state"):
 //
 // process.nextTick() builds each tick object with an object literal whose

@@ -100,7 +100,7 @@ function toOctets (value: number, width: number): Buffer {
 // crypto.hash() (Node >= 20.12) skips the Hash object and is faster for
 // small payloads (about 15 % at 100 B, §8 of the notes). Its 'buffer' output
 // costs about 0.4 µs more per call than a latin1 ('binary') string turned back into
-// octets (Node 20; benchmarks/BENCHMARKS.md, "Changes"), which matters on
+// octets (Node 20; docs/benchmarks.md, "Changes"), which matters on
 // small responses; latin1 maps each octet to one code unit, so the round
 // trip is exact. On older Node 20 releases, fall back to createHash().
 const hashOnce: (name: string, data: Data) => Buffer = typeof hash === 'function'

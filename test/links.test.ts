@@ -26,8 +26,8 @@ function relativeLinks (markdown: string): string[] {
 }
 
 test('relativeLinks: what counts as a relative link', async (t) => {
-  t.same(relativeLinks('[a](BENCHMARKS.md) [b](https://x.test/y.md) [c](#streams) [d](docs/design.md#hooks "t") ![e](img/a.png) [f](mailto:a@b.test)'),
-    ['BENCHMARKS.md', 'docs/design.md', 'img/a.png'])
+  t.same(relativeLinks('[a](docs/benchmarks.md) [b](https://x.test/y.md) [c](#streams) [d](docs/design.md#hooks "t") ![e](img/a.png) [f](mailto:a@b.test)'),
+    ['docs/benchmarks.md', 'docs/design.md', 'img/a.png'])
 })
 
 test('every relative link in the README and the docs names a file of the repository', async (t) => {
