@@ -1,0 +1,18 @@
+// HTTP/2 (h2c: cleartext, for clients with prior knowledge; use `https` with
+// key and cert for browsers): digests of a streamed response as trailers, and
+// request verification without Content-Length.
+// Run: npm run build && node examples/http2.mjs
+import Fastify from 'fastify'
+import { Readable } from 'node:stream'
+import digestFields from 'fastify-digest-fields'
+
+const app = Fastify({ http2: true })
+await app.register(digestFields, { contentDigest: true, reprDigest: true })
+
+app.get('/stream', async (request, reply) => {
+  const lines = Array.from({ length: 5 }, (_, i) => `line ${i + 1}\n`)
+  return reply.type('text/plain').send(Readable.from(lines))
+})
+app.post('/echo', async (request) => ({ verification: request.digestVerification }))
+
+await app.listen({ port: 3000 })

@@ -1,0 +1,19 @@
+// The README's quick start: @fastify/compress and fastify-digest-fields.
+// Run: npm run build && node examples/quick-start.mjs
+// server.mjs (ES module: top-level await). CommonJS: `const digestFields =
+// require('fastify-digest-fields')`, and the awaits inside an async function.
+import Fastify from 'fastify'
+import compress from '@fastify/compress'
+import digestFields from 'fastify-digest-fields'
+
+const app = Fastify()
+await app.register(compress)           // either order works
+await app.register(digestFields, {
+  contentDigest: true,                 // send Content-Digest even when not asked
+  reprDigest: true                     // send Repr-Digest even when not asked
+})
+
+// Declare routes after `await app.register(...)`: the plugin sees routes
+// through onRoute, which only reaches routes declared after it is loaded.
+app.get('/items', async () => ({ items: Array.from({ length: 200 }, (_, id) => ({ id })) }))
+await app.listen({ port: 3000 })

@@ -1,0 +1,277 @@
+// The README's examples are real programs: every js/mjs/ts block of the
+// README is found verbatim in one of examples/*.mjs, and those programs run
+// here as a user runs them (`node examples/x.mjs`, importing the package by
+// its name through dist/, so `npm run build` first) in child processes.
+// test/examples-preload.cjs turns their `app.listen({ port: 3000 })` into a
+// free port and reports it over IPC. Real requests follow, and every digest
+// is recomputed with node:crypto over the bytes actually received.
+import { test } from 'tap'
+import { execFile, fork, type ChildProcess } from 'node:child_process'
+import { readFileSync, readdirSync, rmSync } from 'node:fs'
+import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { connect as h2Connect, type IncomingHttpHeaders as H2Headers } from 'node:http2'
+import { join } from 'node:path'
+import { gunzipSync } from 'node:zlib'
+import { EMPTY_SHA256, decode, sf } from './helpers'
+import { MULTIPART_TYPE, multipartBody, type TapTest } from './upload-helpers'
+
+const root = join(__dirname, '..')
+const examplesDir = join(root, 'examples')
+const preload = join(__dirname, 'examples-preload.cjs')
+
+/**
+ * The environment of a user's shell, without the test runner's loader
+ * options (tap may still follow the children; .taprc keeps examples/ out of
+ * the coverage report).
+ */
+function plainEnv (): NodeJS.ProcessEnv {
+  const env = { ...process.env }
+  delete env.NODE_OPTIONS
+  delete env.NODE_V8_COVERAGE
+  return env
+}
+
+/** The fenced js/mjs/ts blocks of a Markdown text, trimmed, with their first line as a name. */
+function codeBlocks (markdown: string): Array<{ name: string, code: string }> {
+  const out: Array<{ name: string, code: string }> = []
+  for (const match of markdown.matchAll(/^```(js|mjs|javascript|ts|typescript)[ \t]*\n([\s\S]*?)^```/gm)) {
+    const code = (match[2] as string).trim()
+    out.push({ name: `block ${out.length + 1} (${match[1] as string}): ${code.split('\n')[0] as string}`, code })
+  }
+  return out
+}
+
+/** Start examples/<file> with the preload; resolves with its port once it listens. */
+function startExample (t: TapTest, file: string): Promise<number> {
+  const child: ChildProcess = fork(join(examplesDir, file), [], {
+    cwd: root,
+    env: plainEnv(),
+    execArgv: ['--require', preload],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc']
+  })
+  let output = ''
+  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  t.teardown(() => { child.kill() })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${file} did not listen within 10 s: ${output}`)), 10_000)
+    child.once('message', (message: { port: number }) => {
+      clearTimeout(timer)
+      resolve(message.port)
+    })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`${file} exited with ${String(code)}: ${output}`))
+    })
+  })
+}
+
+/** Run a client example to its end; resolves with its standard output. */
+function runClient (file: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [join(examplesDir, file), ...args], { cwd: root, env: plainEnv(), timeout: 10_000 }, (err, stdout, stderr) => {
+      if (err !== null) reject(new Error(`${file}: ${err.message}\n${stderr}`))
+      else resolve(stdout)
+    })
+  })
+}
+
+interface Reply {
+  status: number
+  headers: IncomingHttpHeaders
+  body: Buffer
+  trailers: Record<string, string | undefined>
+}
+
+/** One HTTP/1.1 request on a new connection, the body and trailers as received. */
+function h1 (port: number, path: string, { method = 'GET', headers = {}, body }: { method?: string, headers?: OutgoingHttpHeaders, body?: Buffer } = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => resolve({ status: res.statusCode as number, headers: res.headers, body: Buffer.concat(chunks), trailers: res.trailers }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** One HTTP/2 (h2c) request, the body and trailers as received. */
+function h2 (port: number, headers: Record<string, string>, body?: Buffer): Promise<{ headers: H2Headers, body: Buffer, trailers: H2Headers }> {
+  return new Promise((resolve, reject) => {
+    const session = h2Connect(`http://127.0.0.1:${port}`)
+    session.on('error', reject)
+    const stream = session.request(headers, { endStream: body === undefined })
+    let responseHeaders: H2Headers = {}
+    let trailers: H2Headers = {}
+    const chunks: Buffer[] = []
+    stream.on('response', (h) => { responseHeaders = h })
+    stream.on('trailers', (h) => { trailers = h })
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk))
+    stream.on('end', () => {
+      session.close()
+      resolve({ headers: responseHeaders, body: Buffer.concat(chunks), trailers })
+    })
+    stream.on('error', reject)
+    if (body !== undefined) stream.end(body)
+  })
+}
+
+const readme = readFileSync(join(root, 'README.md'), 'utf8')
+
+test('every js/mjs/ts block of the README is found verbatim in examples/*.mjs', async (t) => {
+  const examples = readdirSync(examplesDir).filter((name) => name.endsWith('.mjs'))
+    .map((name) => readFileSync(join(examplesDir, name), 'utf8'))
+  const blocks = codeBlocks(readme)
+  t.ok(blocks.length >= 8, `the README has ${blocks.length} code blocks`)
+  for (const { name, code } of blocks) {
+    t.ok(examples.some((source) => source.includes(code)), `README ${name}`)
+  }
+  t.same(codeBlocks('```js\n a()\n```\n```sh\nnpm i\n```\n```ts\nb()\n```'), [
+    { name: 'block 1 (js): a()', code: 'a()' },
+    { name: 'block 2 (ts): b()', code: 'b()' }
+  ])
+})
+
+test('the README gives the fresh-clone commands CI runs', async (t) => {
+  t.match(readme, 'npm ci && npm start')
+  t.match(readme, 'npm ci && npm test')
+})
+
+test('quick-start.mjs, and fetch-verify.mjs against it', async (t) => {
+  const port = await startExample(t, 'quick-start.mjs')
+  const zipped = await h1(port, '/items', { headers: { 'accept-encoding': 'gzip', 'want-content-digest': 'sha-512=10' } })
+  t.equal(zipped.status, 200)
+  t.equal(zipped.headers['content-encoding'], 'gzip')
+  t.equal(zipped.headers['content-digest'], sf(zipped.body, 'sha-512'), 'Content-Digest: the gzip bytes sent')
+  const json = gunzipSync(zipped.body)
+  t.equal(JSON.parse(json.toString()).items.length, 200)
+  t.equal(zipped.headers['repr-digest'], sf(json, 'sha-512'), 'Repr-Digest: the JSON before compression')
+  t.match(zipped.headers.vary, /Want-Content-Digest/i)
+
+  const plain = await h1(port, '/items')
+  t.equal(plain.headers['content-encoding'], undefined)
+  t.equal(plain.headers['content-digest'], sf(plain.body), 'unsolicited sha-256')
+  t.equal(plain.headers['repr-digest'], sf(plain.body))
+  t.same(plain.body, json, 'the same representation')
+
+  const out = await runClient('fetch-verify.mjs', [`http://127.0.0.1:${port}/items`])
+  t.match(out, /^Repr-Digest verified: \d+ bytes, content-encoding (gzip|br|deflate)\n$/, 'fetch decoded a compressed body and checked its Repr-Digest')
+})
+
+test('routes.mjs: per-route options, a live stream, a declared digest', async (t) => {
+  const port = await startExample(t, 'routes.mjs')
+
+  const report = await h1(port, '/report')
+  t.equal(report.headers['content-digest'], sf(report.body, 'sha-512'), 'the route sends sha-512')
+  t.equal(report.headers['repr-digest'], sf(report.body), 'the plugin default, sha-256')
+
+  const health = await h1(port, '/health')
+  t.equal(health.body.toString(), 'ok')
+  t.equal(health.headers['content-digest'], undefined, 'digest: false')
+  t.equal(health.headers['repr-digest'], undefined)
+
+  const ticks = await h1(port, '/ticks')
+  t.equal(ticks.body.toString(), 'data: tick 1\n\ndata: tick 2\n\ndata: tick 3\n\n')
+  t.equal(ticks.headers['content-digest'], undefined, 'a live stream without TE: trailers has no digest')
+  const trailed = await h1(port, '/ticks', { headers: { te: 'trailers' } })
+  t.equal(trailed.trailers['content-digest'], sf(trailed.body), 'with TE: trailers, as a trailer')
+  t.equal(trailed.trailers['repr-digest'], sf(trailed.body))
+
+  const missing = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from('{"a":1}') })
+  t.equal(missing.status, 400, 'verify: required refuses a body without a digest')
+  t.match(missing.headers['content-type'], 'application/problem+json')
+  t.match(JSON.parse(missing.body.toString()), { status: 400, code: 'FST_DIGEST_MISSING' })
+  t.ok(missing.headers['want-content-digest'], 'and names the digests it accepts')
+  const body = Buffer.from('{"a":1}')
+  const verified = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': 'application/json', 'content-digest': sf(body) }, body })
+  t.equal(verified.status, 200)
+  t.match(JSON.parse(verified.body.toString()), { verification: { verified: true } })
+
+  const stored = 'stored document\n'
+  const head = await h1(port, '/stored', { method: 'HEAD' })
+  t.equal(head.headers['content-digest'], EMPTY_SHA256, 'HEAD: the empty content')
+  t.equal(head.headers['repr-digest'], sf(stored), 'HEAD: the declared digest')
+  const get = await h1(port, '/stored')
+  t.equal(get.body.toString(), stored)
+  t.equal(get.headers['repr-digest'], sf(get.body))
+})
+
+test('upload.mjs, and fetch-upload.mjs against it', async (t) => {
+  const port = await startExample(t, 'upload.mjs')
+  const content = Buffer.from('a photo, byte for byte\n'.repeat(100))
+  const form = multipartBody(content)
+  const ok = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE, 'content-digest': sf(form) }, body: form })
+  t.equal(ok.status, 200)
+  const answer = JSON.parse(ok.body.toString()) as { saved: string, verified: boolean }
+  t.equal(answer.verified, true)
+  t.same(readFileSync(answer.saved), content, 'the file was saved')
+  rmSync(answer.saved, { force: true })
+
+  const tampered = Buffer.from(form.toString('latin1').replace('a photo', 'a fotoo'), 'latin1')
+  const refused = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE, 'content-digest': sf(form) }, body: tampered })
+  t.equal(refused.status, 400, 'a changed body is refused')
+  t.match(JSON.parse(refused.body.toString()), { type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', code: 'FST_DIGEST_MISMATCH' })
+  rmSync(answer.saved, { force: true })
+
+  const noDigest = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE }, body: form })
+  t.equal(noDigest.status, 400, 'verify: required on the route')
+
+  const out = await runClient('fetch-upload.mjs', [`http://127.0.0.1:${port}`])
+  t.match(out, /^201 /)
+  t.match(JSON.parse(out.slice(4)), {
+    stored: { title: 'New Title' },
+    verification: { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] }
+  })
+})
+
+test('static.mjs: 200, 206 and HEAD of a file, with staticHeaders alone and in a setHeaders of one\'s own', async (t) => {
+  const port = await startExample(t, 'static.mjs')
+  const file = readFileSync(join(examplesDir, 'public', 'hello.json'))
+  // /mine/ first, while the file's digest is not cached yet: only
+  // staticHeaders can tell these responses which file they stand for.
+  const mineHead = await h1(port, '/mine/hello.json', { method: 'HEAD' })
+  t.equal(mineHead.status, 200)
+  t.equal(mineHead.headers['x-mine'], '1', 'the header of one\'s own')
+  t.equal(mineHead.headers['content-digest'], EMPTY_SHA256)
+  t.equal(mineHead.headers['repr-digest'], sf(file), 'HEAD: the whole file')
+  const minePart = await h1(port, '/mine/hello.json', { headers: { range: 'bytes=2-7' } })
+  t.equal(minePart.status, 206)
+  t.equal(minePart.body.toString(), file.subarray(2, 8).toString())
+  t.equal(minePart.headers['content-digest'], sf(minePart.body), '206: the part')
+  t.equal(minePart.headers['repr-digest'], sf(file), '206: the whole file')
+
+  const full = await h1(port, '/hello.json', { headers: { 'accept-encoding': 'gzip' } })
+  t.equal(full.status, 200)
+  t.equal(full.headers['content-digest'], sf(full.body), 'the bytes sent')
+  t.equal(full.headers['repr-digest'], sf(decode(full.body, full.headers['content-encoding'])))
+  t.same(decode(full.body, full.headers['content-encoding']), file)
+  const part = await h1(port, '/hello.json', { headers: { range: 'bytes=0-3' } })
+  t.equal(part.status, 206)
+  t.equal(part.headers['content-digest'], sf(file.subarray(0, 4)))
+  t.equal(part.headers['repr-digest'], sf(file))
+  const head = await h1(port, '/hello.json', { method: 'HEAD' })
+  t.equal(head.headers['content-digest'], EMPTY_SHA256)
+  t.equal(head.headers['repr-digest'], sf(file))
+})
+
+test('http2.mjs: trailers of a stream, and an upload without Content-Length', async (t) => {
+  const port = await startExample(t, 'http2.mjs')
+  const lines = 'line 1\nline 2\nline 3\nline 4\nline 5\n'
+  const trailed = await h2(port, { ':path': '/stream', te: 'trailers' })
+  t.equal(trailed.body.toString(), lines)
+  t.equal(trailed.headers['content-digest'], undefined, 'not in the headers')
+  t.equal(trailed.trailers['content-digest'], sf(trailed.body), 'in the trailers')
+  t.equal(trailed.trailers['repr-digest'], sf(trailed.body))
+  const buffered = await h2(port, { ':path': '/stream' })
+  t.equal(buffered.headers['content-digest'], sf(buffered.body), 'without TE: trailers, buffered and in the headers')
+
+  const body = Buffer.from('{"hello":"h2"}')
+  const verified = await h2(port, { ':path': '/echo', ':method': 'POST', 'content-type': 'application/json', 'content-digest': sf(body) }, body)
+  t.equal(verified.headers[':status'], 200)
+  t.match(JSON.parse(verified.body.toString()), { verification: { verified: true } })
+  const refused = await h2(port, { ':path': '/echo', ':method': 'POST', 'content-type': 'application/json', 'content-digest': sf('other') }, body)
+  t.equal(refused.headers[':status'], 400)
+  t.match(JSON.parse(refused.body.toString()), { code: 'FST_DIGEST_MISMATCH' })
+})
