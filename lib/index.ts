@@ -50,7 +50,12 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
   done()
 }
 
-const plugin = fp(fastifyDigestFields, { fastify: '5.x', name: 'fastify-digest-fields' })
+// fastify 5.12.8 is the first to write a piped stream's trailers: before it,
+// lib/reply.js piped the payload with `end: true` and wrote the trailers on
+// 'end', after the response had ended, so they were lost (5.12.8:
+// lib/reply.js:860 and :897 end the response itself, after sendTrailer).
+// test/fastify-floor.test.ts shows it on 5.12.7.
+const plugin = fp(fastifyDigestFields, { fastify: '^5.12.8', name: 'fastify-digest-fields' })
 
 const exported = Object.assign(plugin, {
   default: plugin,
