@@ -12,10 +12,15 @@ import { basename, join } from 'node:path'
 import { brotliCompressSync, gzipSync } from 'node:zlib'
 import fastifyStatic, { type FastifyStaticOptions } from '@fastify/static'
 import compress from '@fastify/compress'
+import type { ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import digestFields = require('../lib/index')
 import { buildApp, sf, pattern, EMPTY_SHA256 } from './helpers'
+import { loadedMajor } from './loaded-majors'
+
+const STATIC_MAJOR = loadedMajor('@fastify/static')
+const COMPRESS_MAJOR = loadedMajor('@fastify/compress')
 
 const { staticHeaders } = digestFields
 const STALE = 'sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:'
@@ -200,14 +205,17 @@ test('HEAD without staticHeaders: Repr-Digest only when the file\'s digest is ca
 })
 
 test('staticHeaders composed with setHeaders of your own', async (t) => {
-  const { app, disk } = await serve(t, { 'a.txt': 'composed\n' }, {
-    static: {
-      setHeaders (reply: FastifyReply, path: string, stat: Stats) {
+  // @fastify/static 10 passes the reply, 8 and 9 the raw response (README).
+  const setHeaders = STATIC_MAJOR >= 10
+    ? (reply: FastifyReply, path: string, stat: Stats) => {
         staticHeaders(reply, path, stat)
         reply.header('x-file', basename(path))
       }
-    }
-  })
+    : (res: ServerResponse, path: string, stat: Stats) => {
+        staticHeaders(res, path, stat)
+        res.setHeader('x-file', basename(path))
+      }
+  const { app, disk } = await serve(t, { 'a.txt': 'composed\n' }, { static: { setHeaders: setHeaders as never } })
   const res = await app.inject({ method: 'HEAD', url: '/a.txt' })
   t.equal(res.headers['x-file'], 'a.txt')
   t.equal(res.headers['repr-digest'], sf(disk('a.txt')))
@@ -357,9 +365,18 @@ for (const order of ['compress-first', 'digest-first'] as const) {
       t.equal(te.headers['repr-digest'], strict ? undefined : sf(file), `${label} te: the file's Repr-Digest is known upfront`)
       const part = await app.inject({ url: '/a.txt', headers: { 'accept-encoding': 'gzip', range: 'bytes=10-99' } })
       t.equal(part.statusCode, 206)
-      t.equal(part.headers['content-encoding'], undefined, `${label}: compress never touches a 206`)
-      t.equal(part.headers['content-digest'], sf(file.subarray(10, 100)))
-      t.equal(part.headers['repr-digest'], sf(file))
+      t.equal(part.headers['content-digest'], sf(part.rawPayload), `${label}: Content-Digest of the part's bytes sent`)
+      if (COMPRESS_MAJOR >= 9) {
+        t.equal(part.headers['content-encoding'], undefined, `${label}: compress never touches a 206`)
+        t.equal(part.headers['content-digest'], sf(file.subarray(10, 100)))
+        t.equal(part.headers['repr-digest'], sf(file))
+      } else {
+        // @fastify/compress 8 gzips the part itself: no range of any
+        // representation, so strict mode (Repr-Digest of the selected
+        // representation) has none to give; the default still names the file.
+        t.equal(part.headers['content-encoding'], 'gzip', `${label}: compress 8 gzips a 206`)
+        t.equal(part.headers['repr-digest'], strict ? undefined : sf(file), `${label}: Repr-Digest of a gzipped part`)
+      }
       const head = await app.inject({ method: 'HEAD', url: '/a.txt', headers: { 'accept-encoding': 'gzip' } })
       t.equal(head.headers['content-encoding'], 'gzip', `${label}: @fastify/static's HEAD route is compressed`)
       t.equal(head.headers['content-digest'], EMPTY_SHA256)
