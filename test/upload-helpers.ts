@@ -47,7 +47,18 @@ export function h1Upload (port: number, { method = 'POST', path, headers = {}, b
       let sent = 0
       for await (const chunk of body ?? []) {
         if (req.destroyed) return
-        if (!req.write(chunk)) await new Promise((resolve) => { req.once('drain', resolve); req.once('close', resolve) })
+        if (!req.write(chunk)) {
+          // Wait for drain or close, and leave no listener behind for the next chunk.
+          await new Promise<void>((resolve) => {
+            const done = (): void => {
+              req.off('drain', done)
+              req.off('close', done)
+              resolve()
+            }
+            req.once('drain', done)
+            req.once('close', done)
+          })
+        }
         sent++
         if (delay > 0) await sleep(delay)
         if (cancelAfter !== undefined && sent >= cancelAfter) {
