@@ -1,5 +1,5 @@
 // Decoding a request's content coding on the side, for hashing only
-// (DESIGN.md §3: default-mode Repr-Digest of a request with Content-Encoding
+// (docs/design.md, "Request verification": default-mode Repr-Digest of a request with Content-Encoding
 // when @fastify/compress does not decode it). The route still receives the
 // bytes as sent. Pure: node:zlib, no fastify.
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'

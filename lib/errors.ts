@@ -1,4 +1,4 @@
-// Error constructors, one per FST_DIGEST_* code (docs/style.md §5.7).
+// Error constructors, one per FST_DIGEST_* code (built with @fastify/error, as fastify's own FST_ERR_* are).
 // Option problems are TypeErrors thrown at registration or route time;
 // request problems carry a 4xx status and become problem details.
 import createError from '@fastify/error'

@@ -2,7 +2,7 @@
 // Repr-Digest, Want-Content-Digest, Want-Repr-Digest) and of the legacy
 // RFC 3230 `Digest` header. The only module that imports structured-headers.
 //
-// Decisions (docs/rfc9530.md §1, §7; DESIGN.md §1–§3):
+// Decisions (RFC 9530 §2–§4, RFC 8941; docs/design.md):
 // * Absent, empty and blank field values (and field lines) carry nothing to
 //   check: the parsers return null. A digest field whose members are all
 //   dropped (unknown keys that are not Byte Sequences) also returns null, so a
@@ -29,7 +29,7 @@ import { FST_DIGEST_INVALID_FIELD } from './errors'
 import { decimalMembers } from './sf-decimals'
 
 // unixsum and unixcksum may travel as Integers (the default serialization):
-// their fixed width in octets, big-endian (docs/rfc9530.md §3).
+// their fixed width in octets, big-endian (RFC 9530 §5, Appendix D).
 const INTEGER_WIDTH: ReadonlyMap<string, number> = new Map([['unixsum', 2], ['unixcksum', 4]])
 
 // An Integer that does not fit its checksum's width becomes an 8-octet value,
@@ -263,7 +263,7 @@ export function serializeWantField (preferences: Iterable<readonly [string, numb
 }
 
 // ---------------------------------------------------------------------------
-// RFC 3230 `Digest` (legacy, docs/rfc9530.md §6): a plain comma-separated list
+// RFC 3230 `Digest` (legacy, obsoleted by RFC 9530 §1.3; RFC 3230 §4.3.2): a plain comma-separated list
 // of `algorithm=encoded-output`, algorithm names case-insensitive. It is not a
 // Structured Field and is never given to the SF parser.
 

@@ -1,6 +1,6 @@
 // Choosing the algorithms for one response field (Content-Digest or
 // Repr-Digest) from the Want-* preferences and the server's policy
-// (DESIGN.md §2, RFC 9530 §4). Pure: no fastify, no structured-headers here.
+// (docs/design.md, "Negotiation"; RFC 9530 §4). Pure: no fastify, no structured-headers here.
 import type { DigestAlgorithm, SelectionInput, WantMap } from '../types/index'
 import { serializeWantField } from './fields'
 

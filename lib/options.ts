@@ -81,7 +81,7 @@ const pluginKeys: readonly string[] = Object.keys(pluginOptionKeys)
 
 // fastify passes its own register options (prefix, logLevel, logSerializers)
 // to every plugin, fastify-plugin wrapped or not, along with the plugin's
-// (fastify docs/Reference/Plugins.md, "Plugin Options"; types/register.d.ts
+// (fastify docs/Reference/Plugins.md, "Plugin Options"; fastify types/register.d.ts
 // RegisterOptions): accepted, and ignored.
 const registerKeys = ['prefix', 'logLevel', 'logSerializers'] as const satisfies ReadonlyArray<keyof RegisterOptions>
 

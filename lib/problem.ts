@@ -1,7 +1,7 @@
 // RFC 9457 problem details for request digest failures. Pure: no fastify.
 //
-// Three types come from draft-ietf-httpapi-digest-fields-problem-types (-06,
-// docs/rfc9530.md §5): type URIs, registered titles and extension members
+// Three types come from draft-ietf-httpapi-digest-fields-problem-types (-06):
+// type URIs, registered titles and extension members
 // (`unsupported_algorithms`, `invalid_digests`, `mismatched_digests`, each an
 // array of objects naming the `header`) exactly as the draft gives them.
 // Anything without a draft type (a malformed field, a missing digest, a

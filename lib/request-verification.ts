@@ -231,7 +231,7 @@ function defaultVerification (request: FastifyRequest): DigestVerification | nul
   if (params === undefined) return null
   if (params.verify === false) return { verified: false, reason: 'disabled', fields: [] }
   if (BODYLESS.has(request.method)) {
-    // A Repr-Digest on a GET is the conditional of DESIGN.md §2, not a claim about content.
+    // A Repr-Digest on a GET is the conditional of docs/design.md ("The 406 rule"), not a claim about content.
     return { verified: false, reason: hasContent(request.headers) ? 'unread' : 'no-body', fields: [] }
   }
   return null
@@ -266,7 +266,7 @@ function readClaims (
   const content = parseDigestField(section['content-digest'], 'Content-Digest')
   if (content !== null) claims.push({ field: 'Content-Digest', received: content, decoded: false })
   if (params.legacyDigest) {
-    // RFC 3230 Digest: a digest of the body as sent (docs/rfc9530.md §6).
+    // RFC 3230 Digest: a digest of the body as sent (RFC 3230 §4.3.2).
     const legacy = parseLegacyDigest(section.digest)
     if (legacy !== null) claims.push({ field: 'Digest', received: legacy, decoded: false })
   }

@@ -1,9 +1,9 @@
-// Response digests (DESIGN.md §1–§2).
+// Response digests (docs/design.md: "Two digests per response", "The 406 rule").
 //
 // Two onSend stages, both route-level hooks added in onRoute with a microtask,
 // so they land after every onRoute hook's synchronous push (@fastify/compress
-// pushes its onSend, in either registration order; docs/fastify-behaviour.md
-// §1.3):
+// pushes its onSend from an onRoute hook, in either registration order;
+// docs/design.md, "Where the hooks run"):
 // * the representation stage, first among the route's onSend hooks: it sees
 //   the identity representation before compress (and, for an automatic HEAD
 //   route, the GET handler's payload before fastify drops it);

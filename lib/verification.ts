@@ -1,4 +1,4 @@
-// Comparing received digests with computed ones (DESIGN.md §3). Pure.
+// Comparing received digests with computed ones (docs/design.md, "Request verification"). Pure.
 import { timingSafeEqual } from 'node:crypto'
 import type { AlgorithmResult, DigestAlgorithm, DigestFieldName, DigestMap, FieldVerification } from '../types/index'
 import { ALGORITHMS, isDigestAlgorithm } from './algorithms'

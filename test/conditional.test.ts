@@ -1,4 +1,4 @@
-// The 406 rule (DESIGN.md §2): a GET or HEAD whose Repr-Digest names another
+// The 406 rule (docs/design.md, "The 406 rule"): a GET or HEAD whose Repr-Digest names another
 // representation gets 406 with the Repr-Digest of the current one.
 import { test } from 'tap'
 import { Readable } from 'node:stream'

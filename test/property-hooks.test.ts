@@ -275,7 +275,7 @@ function fieldAlgorithms (value: unknown, bytes: Buffer, where: string): string[
   return [...parsed.keys()]
 }
 
-/** The conditional of DESIGN.md §2: does the request's Repr-Digest name another representation? */
+/** The conditional of docs/design.md ("The 406 rule"): does the request's Repr-Digest name another representation? */
 function stale (value: string | string[] | undefined, algorithms: DigestAlgorithm[], representation: Buffer): boolean {
   let parsed: DigestMap | null
   try {

@@ -75,7 +75,7 @@ test('payload types: string, Buffer, JSON, null, empty, streams, Response', asyn
   t.equal(r.headers['x-r'], '1', 'and its headers')
 })
 
-test('negotiation per DESIGN.md §2', async (t) => {
+test('negotiation per docs/design.md', async (t) => {
   const app = await buildApp(t, { algorithms: ['sha-256', 'sha-512', 'md5', 'crc32c'], contentDigest: true })
   app.get('/', async () => 'negotiate me')
   const body = Buffer.from('negotiate me')

@@ -1,5 +1,5 @@
 // RFC 9530 Appendix B response examples, byte for byte, in strict mode (the
-// RFC's own semantics). The RFC's errata (docs/rfc9530.md §4) are avoided:
+// RFC's own semantics). An inconsistency in the RFC's text is avoided:
 // B.11's trailer value has one '=' of padding, not two.
 import { test } from 'tap'
 import { Readable } from 'node:stream'
@@ -12,7 +12,15 @@ const EMPTY = 'sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:'
 async function itemsApp (t: Parameters<typeof buildApp>[0]): Promise<Awaited<ReturnType<typeof buildApp>>> {
   const app = await buildApp(t, { strict: true, reprDigest: true })
   app.get('/items/123', async (_req, reply) => reply.type('application/json').send(ITEM))
-  app.get('/items/chunked', async (_req, reply) => reply.type('application/json').send(Readable.from(['{"hello"', ': "world', '"}\n'])))
+  // The RFC's three chunks, a few milliseconds apart: Node.js 26 writes
+  // what a stream yields within one tick as one chunk.
+  async function * chunks (): AsyncGenerator<string> {
+    for (const chunk of ['{"hello"', ': "world', '"}\n']) {
+      yield chunk
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+  }
+  app.get('/items/chunked', async (_req, reply) => reply.type('application/json').send(Readable.from(chunks())))
   return app
 }
 
