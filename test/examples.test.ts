@@ -28,6 +28,9 @@ function plainEnv (): NodeJS.ProcessEnv {
   const env = { ...process.env }
   delete env.NODE_OPTIONS
   delete env.NODE_V8_COVERAGE
+  // A cell of the compatibility matrix (test/compat/run.js): the examples
+  // get the same majors as the tests.
+  if (env.COMPAT_ALIASES !== undefined) env.NODE_OPTIONS = `--require ${join(__dirname, 'compat', 'aliases.cjs')}`
   return env
 }
 

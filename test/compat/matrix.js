@@ -1,0 +1,89 @@
+'use strict'
+// The compatibility matrix: every cell of the README's table (between
+// <!-- compat:start --> and <!-- compat:end -->, rendered by renderTable and
+// checked by test/compat-table.test.ts) is run by test/compat/run.js.
+//
+// Other majors of a package are devDependencies under npm aliases (package.json)
+// and reach the tests through test/compat/aliases.cjs. Other Node.js majors
+// come from the registry's node-<platform>-<arch> packages (npm's cache keeps
+// them), pinned here.
+
+/** Node.js releases run besides the one running npm (Node.js 20 on this project's machines). */
+const nodes = ['20', '22.23.3', '24.21.0', '26.10.0']
+
+/**
+ * The packages of the table: the version the suite runs on (its
+ * devDependency), then the other majors by alias.
+ */
+const packages = {
+  fastify: { current: '^5.12.8', aliases: {} },
+  '@fastify/compress': { current: '9.x', aliases: { 8: 'compress8' } },
+  '@fastify/static': { current: '10.x', aliases: { 9: 'static9', 8: 'static8' } },
+  '@fastify/multipart': { current: '10.x', aliases: { 9: 'multipart9' } }
+}
+
+/** The integration test files: the ones that run the other packages for real. */
+const integration = [
+  'test/compress.test.ts',
+  'test/conditional.test.ts',
+  'test/request-compress.test.ts',
+  'test/request-http2.test.ts',
+  'test/request-server.test.ts',
+  'test/request-edges.test.ts',
+  'test/streams.test.ts',
+  'test/static.test.ts',
+  'test/file-digests.test.ts',
+  'test/hardening-limits.test.ts',
+  'test/request-readers.test.ts',
+  'test/request-aborts.test.ts',
+  'test/examples.test.ts'
+]
+
+/**
+ * Runs on each Node.js release: `latest` is the whole suite with every
+ * package at the major the suite runs on; the others put older majors in
+ * place of the current ones and run the integration files.
+ */
+const combos = [
+  { name: 'latest', use: {}, files: 'all' },
+  { name: 'older', use: { '@fastify/compress': '8', '@fastify/static': '9', '@fastify/multipart': '9' }, files: integration },
+  { name: 'oldest static', use: { '@fastify/static': '8' }, files: ['test/static.test.ts', 'test/file-digests.test.ts', 'test/examples.test.ts'] }
+]
+
+/** What differs by package and major, under the table. */
+const notes = [
+  'fastify 5.12.8 or later: earlier 5.x releases lose a piped stream\'s trailers (the plugin refuses them at registration).',
+  '@fastify/compress 8 also gzips 206 responses: `Content-Digest` is of the bytes sent, and strict mode omits `Repr-Digest` there.',
+  '@fastify/static 8 and 9 pass `setHeaders` the raw response, 10 the reply: `staticHeaders` takes either.',
+  '@fastify/multipart 9 fails a read with `ERR_STREAM_PREMATURE_CLOSE` instead of the plugin\'s error: the reply is still the 400 problem, but a handler that rethrows it is logged as a 500.',
+  'On Node.js 20, npm warns EBADENGINE for cookie 2 (fastify\'s light-my-request) and content-disposition 3 (@fastify/static 10), which declare Node.js >= 22; the tests pass.'
+]
+
+function major (version) {
+  return version.split('.')[0]
+}
+
+/** The README's block between the compat markers: the supported ranges, the tested majors, the notes. */
+function renderTable () {
+  const nodeMajors = nodes.map(major)
+  const rows = []
+  for (const [name, { current, aliases }] of Object.entries(packages)) {
+    const shown = [current, ...Object.keys(aliases).sort((a, b) => Number(b) - Number(a)).map((m) => `${m}.x`)]
+    rows.push(`| ${name} | ${shown.map((v) => `\`${v}\``).join(', ')} | ${nodeMajors.join(', ')} |`)
+  }
+  return [
+    '| plugin | fastify | Node.js |',
+    '|---|---|---|',
+    `| \`0.x\` | \`${packages.fastify.current}\` | \`>= ${nodeMajors[0]}\` |`,
+    '',
+    'Every cell of this table runs the integration tests and the examples (`npm run test:compat`):',
+    '',
+    '| package | majors tested | on Node.js |',
+    '|---|---|---|',
+    ...rows,
+    '',
+    ...notes.map((note) => `- ${note}`)
+  ].join('\n')
+}
+
+module.exports = { nodes, packages, integration, combos, notes, renderTable, major }
