@@ -6,7 +6,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
-import { normalizeOptions, normalizeRouteOptions, type DigestParams, type RouteHookInstaller } from './options'
+import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './options'
+import { placeHooks, type RouteHookInstaller } from './route-hooks'
 import { setReprDigest } from './declared'
 import { installResponseDigests } from './response-hooks'
 import { installRequestVerification } from './request-verification'
@@ -31,20 +32,24 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
   fastify.decorateReply(kDeclared as unknown as string, null)
   fastify.decorateReply('setReprDigest', setReprDigest)
 
-  const installers: RouteHookInstaller[] = [
+  // In this order on each route: the response stages, then the request
+  // verifier's hooks (lib/route-hooks.ts says where each goes).
+  const installers: Array<RouteHookInstaller<DigestParams>> = [
     installResponseDigests(fastify as FastifyInstance, params),
     installRequestVerification(fastify as FastifyInstance)
   ]
 
-  const routeSeen = watchRouteCoverage(fastify as FastifyInstance)
+  const coverageMark = watchRouteCoverage(fastify as FastifyInstance)
 
   fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
-    routeSeen(routeOptions)
     const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
     const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
-    if (routeParams === null) return
+    if (routeParams === null) {
+      placeHooks(routeOptions, [coverageMark])
+      return
+    }
     routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
-    for (const installer of installers) installer.onRoute(routeOptions, routeParams)
+    placeHooks(routeOptions, [coverageMark, ...installers.map((installer) => installer.onRoute(routeOptions, routeParams))])
   })
 
   done()

@@ -1,7 +1,7 @@
 // Options are validated and normalized once, at registration (plugin options)
 // or at route declaration (the `digest` route option). Nothing is re-checked
 // per request: hooks read the frozen params built here.
-import type { RegisterOptions, RouteOptions } from 'fastify'
+import type { RegisterOptions } from 'fastify'
 import type {
   DigestAlgorithm,
   FastifyDigestFieldsOptions,
@@ -33,16 +33,6 @@ export interface DigestParams {
   readonly legacyDigest: boolean
   /** How many files' whole-file digests are kept (plugin-level only). */
   readonly fileCacheSize: number
-}
-
-/** What the response and request concerns give the entry's onRoute hook. */
-export interface RouteHookInstaller {
-  onRoute (routeOptions: RouteOptions, params: DigestParams): void
-}
-
-/** A route-level hook option as a list (fastify accepts one function or a list). */
-export function hookList<T> (hooks: T | T[] | undefined): T[] {
-  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]
 }
 
 export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])

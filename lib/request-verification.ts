@@ -37,11 +37,12 @@
 //   'if-present' when nobody started reading it (reason 'unread').
 // GET, HEAD and TRACE bodies are never read by fastify: nothing is checked
 // there (a Repr-Digest on them is the conditional of docs/design.md).
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap, DigestVerification, FieldVerification } from '../types/index'
-import { hookList, type DigestParams, type RouteHookInstaller } from './options'
+import type { DigestParams } from './options'
+import type { RouteHookInstaller } from './route-hooks'
 import { kRequestState, kRouteParams, kVerification } from './symbols'
 import { parseDigestField, parseLegacyDigest } from './fields'
 import { usableAlgorithms, verifyDigests } from './verification'
@@ -713,35 +714,33 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
-export function installRequestVerification (fastify: FastifyInstance): RouteHookInstaller {
+export function installRequestVerification (fastify: FastifyInstance): RouteHookInstaller<DigestParams> {
   fastify.decorateRequest(kRequestState as unknown as string, null)
   fastify.decorateRequest(kVerification as unknown as string, null)
   fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
   return {
-    onRoute (routeOptions: RouteOptions, params: DigestParams): void {
-      if (params.verify === false) return
+    onRoute (routeOptions, params) {
+      if (params.verify === false) return null
       // A route that only answers bodyless methods never reads a body: no
       // hook at all (its request.digestVerification is worked out when
       // read: defaultVerification). Other routes get route-level hooks only,
       // so that the routes without verification pay nothing.
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
-      if (methods.every((m) => BODYLESS.has(m.toUpperCase()))) return
+      if (methods.every((m) => BODYLESS.has(m.toUpperCase()))) return null
       function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
         onRequest(request, reply, done, params)
       }
-      // Queued so it lands after every onRoute hook's synchronous changes:
-      // @fastify/compress unshifts its decompressor, in either registration
-      // order (docs/design.md, "Hook placement"). The tap is placed by the
-      // first route-level onRequest hook, the decoded bytes are taken after
-      // the last route-level preParsing hook (after any decoder); the
-      // preValidation answer and the reply check come before any other
-      // route-level hook of theirs.
-      queueMicrotask(() => {
-        routeOptions.onRequest = [digestVerifyRequest, ...hookList(routeOptions.onRequest)] as RouteOptions['onRequest']
-        routeOptions.preParsing = [...hookList(routeOptions.preParsing), onRoutePreParsing] as RouteOptions['preParsing']
-        routeOptions.preValidation = [onPreValidation, ...hookList(routeOptions.preValidation)] as RouteOptions['preValidation']
-        routeOptions.onSend = [onSend, ...hookList(routeOptions.onSend)] as RouteOptions['onSend']
-      })
+      // The tap is placed by the first route-level onRequest hook, the
+      // decoded bytes are taken after the last route-level preParsing hook
+      // (after any decoder: @fastify/compress adds its decompressor from
+      // onRoute); the preValidation answer and the reply check come before
+      // any other route-level hook of theirs (lib/route-hooks.ts).
+      return {
+        onRequestFirst: digestVerifyRequest,
+        preParsingLast: onRoutePreParsing,
+        preValidationFirst: onPreValidation,
+        onSendFirst: onSend
+      }
     }
   }
 }

@@ -30,9 +30,10 @@
 // fits in maxBufferSize, or else read from the file before sending.
 import { Readable, pipeline } from 'node:stream'
 import type { ReadStream } from 'node:fs'
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onSendHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm, ResponseDigestField } from '../types/index'
-import { hookList, type DigestParams, type RouteHookInstaller } from './options'
+import type { DigestParams } from './options'
+import type { RouteHookInstaller } from './route-hooks'
 import { selectAlgorithms } from './negotiation'
 import { digestFieldOf, fieldWriter, parseDigestField, parseWantField, serializeSelected, type FieldWriter } from './fields'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './digest-stream'
@@ -760,7 +761,7 @@ function representationDone (request: FastifyRequest, reply: FastifyReply, paylo
   else done(null, payload)
 }
 
-export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller {
+export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
   // A primitive initial value: a request the representation stage did not
   // look at carries no digest fields.
   fastify.decorateRequest(kResponseState as unknown as string, kNothing)
@@ -797,7 +798,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   })
 
   return {
-    onRoute (routeOptions: RouteOptions, routeParams: DigestParams) {
+    onRoute (_routeOptions, routeParams) {
       // The route's own hooks: its options at hand, no lookup per request.
       function digestReprStage (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
         digestRepresentation(request, reply, payload, done, routeParams, false)
@@ -807,16 +808,10 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
         if (usual !== null && usualResponse(request, reply, payload, usual)) done(null, payload)
         else digestRepresentation(request, reply, payload, done, routeParams, true)
       }
-      // Queued so it lands after every onRoute hook's synchronous push, i.e.
-      // after @fastify/compress's onSend in either registration order: the
-      // representation stage first among the route's onSend hooks (before
-      // compress), the content stage last (after it). With no other onSend
-      // hook on the route nothing can change the payload between them: one
-      // hook runs both.
-      queueMicrotask(() => {
-        const list = hookList(routeOptions.onSend)
-        routeOptions.onSend = (list.length === 0 ? [digestBothStages] : [digestReprStage, ...list, contentStage]) as onSendHookHandler[]
-      })
+      // The representation stage first among the route's onSend hooks
+      // (before compress), the content stage last (after it); with no other
+      // onSend hook on the route, one hook runs both (lib/route-hooks.ts).
+      return { onSendAround: { before: digestReprStage, after: contentStage, alone: digestBothStages } }
     }
   }
 }

@@ -40,8 +40,8 @@
 // ready callback, after preReady has set the route hooks (fastify.js:563-572),
 // once per registration (buildHooks gives child instances no onReady hooks,
 // lib/hooks.js:87).
-import type { FastifyInstance, RouteOptions, onErrorHookHandler } from 'fastify'
-import { hookList } from './options'
+import type { FastifyInstance, onErrorHookHandler } from 'fastify'
+import type { RouteHooks } from './route-hooks'
 import { parseRouteTree } from './route-tree'
 
 // Each registration marks with its own names, so that the plugin registered
@@ -77,7 +77,7 @@ export function unseenRoutes (printed: string, scope: string, seen: string): str
  * Starts the check for one registration of the plugin on `fastify`; returns
  * what the plugin's onRoute hook calls for every route it sees.
  */
-export function watchRouteCoverage (fastify: FastifyInstance): (routeOptions: RouteOptions) => void {
+export function watchRouteCoverage (fastify: FastifyInstance): RouteHooks {
   const id = ++registrations
   const scope = marker(`digestFieldsScope${id}`)
   const seen = marker(`digestFieldsSeen${id}`)
@@ -92,11 +92,7 @@ export function watchRouteCoverage (fastify: FastifyInstance): (routeOptions: Ro
     }
     done()
   })
-  return function routeSeen (routeOptions) {
-    // Queued like the other route hooks, so that an onRoute hook that
-    // replaces the route's onError list cannot drop the mark.
-    queueMicrotask(() => {
-      routeOptions.onError = [...hookList(routeOptions.onError), seen] as RouteOptions['onError']
-    })
-  }
+  // The mark goes last on the route's onError list, where an onRoute hook
+  // that replaces the list cannot drop it (lib/route-hooks.ts).
+  return { onErrorLast: seen }
 }
