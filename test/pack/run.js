@@ -2,7 +2,7 @@
 
 // Pack test (`npm run test:pack`, the last step of `npm test`): the package
 // as `npm pack` makes it (prepack builds dist/ afresh), then
-//   * its file list: dist/*.js for every lib/*.ts, the types, README,
+//   * its file list: dist/**/*.js for every lib/**/*.ts, the types, README,
 //     LICENSE, CHANGELOG and nothing else (no tests, benchmarks, sources,
 //     maps pointing at files the tarball lacks);
 //   * publint and @arethetypeswrong/cli on the tarball: no message at all;
@@ -130,7 +130,8 @@ function consumerSpecs () {
 
 // The files the tarball must hold, exactly.
 function distFiles () {
-  return fs.readdirSync(path.join(root, 'lib'))
+  return fs.readdirSync(path.join(root, 'lib'), { recursive: true })
+    .map((file) => file.split(path.sep).join('/'))
     .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))
     .map((file) => `dist/${file.slice(0, -3)}.js`)
 }
@@ -147,7 +148,7 @@ function checkFileList (files) {
       unexpected.length ? `not meant to be published: ${unexpected.join(', ')}` : ''
     ].filter(Boolean).join('; '))
   }
-  return `${packed.size} files: dist/*.js of the ${dist.length} lib/*.ts, types/index.d.ts, README.md, LICENSE, CHANGELOG.md, package.json`
+  return `${packed.size} files: dist/**/*.js of the ${dist.length} lib/**/*.ts, types/index.d.ts, README.md, LICENSE, CHANGELOG.md, package.json`
 }
 
 // Every sourceMappingURL of a shipped .js names a shipped map whose sources
