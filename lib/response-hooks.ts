@@ -40,7 +40,7 @@ import { DigestTransform, collectUpTo, digestAll, type DigestResults } from './d
 import { getDeclared } from './declared'
 import { kResponseState, kStaticFile } from './symbols'
 import { FileDigestCache, hashFile, identityFile, resolveFileResponse, type FileResponse } from './file-digests'
-import { timingSafeEqual } from 'node:crypto'
+import { digestsEqual } from './verification'
 import { isLiveStream } from './live-streams'
 import { OmissionLog, missingFields, type OmissionReason } from './omissions'
 import { commaSeparatedTrailer } from './trailer-field'
@@ -344,7 +344,7 @@ function conditionalFails (reply: FastifyReply, state: ResponseState, repr: Dige
   for (const [a, expected] of state.conditional) {
     const actual = repr.get(a)
     if (actual === undefined) return false
-    if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return true
+    if (!digestsEqual(actual, expected)) return true
   }
   return false
 }

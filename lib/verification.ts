@@ -4,6 +4,15 @@ import type { AlgorithmResult, DigestAlgorithm, DigestFieldName, DigestMap, Fiel
 import { ALGORITHMS, isDigestAlgorithm } from './algorithms'
 
 /**
+ * Whether two digest values are the same octets, compared in constant time.
+ * Values of different lengths (a caller bug, or another algorithm's) are not
+ * equal, instead of making timingSafeEqual throw.
+ */
+export function digestsEqual (a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/**
  * The enabled algorithms present in a received field, in server order: what
  * the caller has to hash before calling verifyDigests.
  */
@@ -44,9 +53,7 @@ export function verifyDigests (
     }
     const expected = computed.get(algorithm)
     if (expected === undefined) continue
-    // A computed value of another length (a caller bug) counts as a mismatch
-    // instead of making timingSafeEqual throw.
-    if (expected.length === octets.length && timingSafeEqual(expected, octets)) {
+    if (digestsEqual(expected, octets)) {
       results.push({ algorithm, outcome: 'matched' })
       matched = true
     } else {
