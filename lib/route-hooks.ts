@@ -71,7 +71,6 @@ function defined<T> (values: ReadonlyArray<T | undefined>): T[] {
  */
 export function placeHooks (routeOptions: RouteOptions, sets: ReadonlyArray<RouteHooks | null>): void {
   const hooks = sets.filter((s): s is RouteHooks => s !== null)
-  if (hooks.length === 0) return
   queueMicrotask(() => {
     const firstRequest = defined(hooks.map((h) => h.onRequestFirst))
     if (firstRequest.length > 0) routeOptions.onRequest = [...firstRequest, ...hookList(routeOptions.onRequest)]

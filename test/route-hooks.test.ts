@@ -117,6 +117,13 @@ test('placeHooks: a route without onSend hooks of its own gets the one hook that
   t.same(calls, ['A onRequest', 'A preParsing', 'A preValidation', 'handler', 'A onSend first', 'A alone'])
 })
 
+test('placeHooks: onSend hooks placed first, without a group around the route\'s own', async (t) => {
+  const { app, calls } = await placed(t, true, (calls) => [concern(calls, 'B', false)])
+  const res = await app.inject({ method: 'POST', url: '/a', payload: {} })
+  t.equal(res.statusCode, 200)
+  t.same(calls.slice(calls.indexOf('handler')), ['handler', 'B onSend first', 'own onSend', 'later onRoute onSend'])
+})
+
 test('placeHooks: nothing to place leaves the route alone', async (t) => {
   const { app, calls } = await placed(t, false, () => [null, {}])
   const res = await app.inject({ method: 'POST', url: '/a', payload: {} })
