@@ -5,9 +5,11 @@
 //
 //   tapping ── the route's last preParsing hook ──▶ routed
 //   routed ─── preValidation, or a reply that waits for the body ──▶ validated
-//   tapping, routed or validated ── the final check (the end of the body),
-//              the decoded stream closed early, a waiting reply given up ──▶ checked
-//   any but answered ── the problem details sent ──▶ answered
+//   routed or validated ── the final check (the end of the body), or the
+//              decoded stream closed before its end ──▶ checked
+//   tapping, routed or validated ── a waiting reply gave up (the rest over
+//              the body limit, the client gone) ──▶ checked
+//   routed, validated or checked ── the problem details sent ──▶ answered
 //
 // `tapping`: the tap at request.raw hashes; whether a stream after a decoder
 // (`tail`) comes is not known yet, so an end of the source waits in
@@ -38,7 +40,7 @@ declare module 'fastify' {
 export type Phase = 'tapping' | 'routed' | 'validated' | 'checked' | 'answered'
 
 const NEXT: Readonly<Record<Phase, readonly Phase[]>> = {
-  tapping: ['routed', 'checked', 'answered'],
+  tapping: ['routed', 'checked'],
   routed: ['validated', 'checked', 'answered'],
   validated: ['checked', 'answered'],
   checked: ['answered'],
