@@ -47,20 +47,21 @@ test('every relative link in the README and the docs names a file of the reposit
  */
 function namedFiles (text: string): string[] {
   const out = new Set<string>()
-  const pattern = /(?<![\w/.-])(?<!fastify )((?:docs|examples|benchmarks|types)\/[\w/.-]+\.(?:md|js|mjs|cjs|ts)|lib\/[\w-]+\.ts|test\/[\w/-]+\.(?:ts|js|cjs|mjs)|[A-Z][A-Z0-9_-]*\.md)\b/g
+  const pattern = /(?<![\w/.-])(?<!fastify )((?:docs|examples|benchmarks|types)\/[\w/.-]+\.(?:md|js|mjs|cjs|ts)|lib\/[\w/-]+\.ts|test\/[\w/-]+\.(?:ts|js|cjs|mjs)|[A-Z][A-Z0-9_-]*\.md)\b/g
   for (const match of text.matchAll(pattern)) out.add(match[1] as string)
   return [...out]
 }
 
 test('namedFiles: what counts as a file of the repository', async (t) => {
-  t.same(namedFiles('see DESIGN.md §2, docs/design.md, lib/source-tap.ts and fastify lib/reply.js, test/compat/run.js, node_modules/x/docs/a.md, fastify docs/Reference/Server.md'),
-    ['DESIGN.md', 'docs/design.md', 'lib/source-tap.ts', 'test/compat/run.js'])
+  t.same(namedFiles('see DESIGN.md §2, docs/design.md, lib/source-tap.ts and fastify lib/reply.js, test/compat/run.js, node_modules/x/docs/a.md, fastify docs/Reference/Server.md, lib/request/state.ts'),
+    ['DESIGN.md', 'docs/design.md', 'lib/source-tap.ts', 'test/compat/run.js', 'lib/request/state.ts'])
 })
 
 test('every file of the repository named in the code, the types, the README or the docs exists', async (t) => {
   const sources = [
     ...documents(),
-    ...['lib', 'types', 'examples', 'benchmarks'].flatMap((dir) => readdirSync(join(root, dir)).filter((name) => /\.(ts|js|mjs|cjs)$/.test(name)).map((name) => join(dir, name)))
+    // lib/ with its folders (lib/request/).
+    ...['lib', 'types', 'examples', 'benchmarks'].flatMap((dir) => readdirSync(join(root, dir), { recursive: dir === 'lib', encoding: 'utf8' }).filter((name) => /\.(ts|js|mjs|cjs)$/.test(name)).map((name) => join(dir, name)))
   ]
   for (const source of sources) {
     for (const name of namedFiles(readFileSync(join(root, source), 'utf8'))) {

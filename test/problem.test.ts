@@ -12,7 +12,7 @@ import {
   unsupportedAlgorithmsProblem,
   PROBLEM_CONTENT_TYPE,
   PROBLEM_TYPES
-} from '../lib/problem'
+} from '../lib/request/problem'
 
 const IANA = 'https://iana.org/assignments/http-problem-types#'
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { gzipSync } from 'node:zlib'
 import { LazyDigestStream } from '../lib/digest-stream'
-import { contentCoding, createContentDecoder, DecodingTap } from '../lib/content-decoding'
+import { contentCoding, createContentDecoder, DecodingTap } from '../lib/request/content-decoding'
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest()
 const sink = () => new Writable({ write (_chunk, _encoding, callback) { callback() } })

@@ -4,8 +4,8 @@
 // bytes as sent. Pure: node:zlib, no fastify.
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import type { Transform } from 'node:stream'
-import type { DigestAlgorithm } from '../types/index'
-import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
+import type { DigestAlgorithm } from '../../types/index'
+import { MultiDigester, type DigestResults, type StreamTap } from '../digest-stream'
 
 /** The content codings that can be decoded on the side (RFC 9110 §8.4.1). */
 export const DECODABLE_CODINGS: readonly string[] = Object.freeze(['gzip', 'x-gzip', 'deflate', 'br'])

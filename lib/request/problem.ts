@@ -12,8 +12,8 @@
 //
 // The server's own digest is never put in a problem: a mismatch names only
 // what the client sent (the draft's oracle-attack note, §3.3).
-import type { DigestFieldName, DigestMap, FieldVerification } from '../types/index'
-import { ALGORITHMS, isDigestAlgorithm } from './algorithms'
+import type { DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
+import { ALGORITHMS, isDigestAlgorithm } from '../algorithms'
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 

@@ -16,8 +16,8 @@
 // is destroyed with the error instead, without closing the connection, so
 // that the failure can still be answered. Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
-import type { DigestAlgorithm } from '../types/index'
-import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
+import type { DigestAlgorithm } from '../../types/index'
+import { MultiDigester, type DigestResults, type StreamTap } from '../digest-stream'
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push, _destroy: Readable['_destroy'] }
