@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream'
 import { FST_DIGEST_INCOMPLETE, FST_DIGEST_UNREAD_TOO_LARGE } from '../errors'
 import { kRequestState } from '../symbols'
 import { parsesNothing } from './claims'
-import { abandonCheck } from './final-check'
+import { abandonCheck, routeUnparsed } from './final-check'
 import { fieldList, type Failure } from './judgement'
 import { PROBLEM_CONTENT_TYPE } from './problem'
 import { advance, isSettled, type RequestState } from './state'
@@ -117,6 +117,14 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
     if (reply.statusCode >= 400) state.tap.stop()
     done(null, payload)
     return
+  }
+  if (state.phase === 'tapping') {
+    // Answered before the route's preParsing hooks ran: they never will.
+    routeUnparsed(request, state)
+    if (isSettled(state)) {
+      onSend(request, reply, payload, done)
+      return
+    }
   }
   // Read the rest (within the route's bodyLimit) and check it before the
   // answer goes out: never a success for a body that was not checked.

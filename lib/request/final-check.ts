@@ -7,12 +7,13 @@
 import type { FastifyRequest } from 'fastify'
 import type { FieldVerification } from '../../types/index'
 import { digestAll, type DigestResults, type EndCheck, type LazyDigestStream } from '../digest-stream'
-import { FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING } from '../errors'
+import { FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ENCODING } from '../errors'
 import { readClaims, type Claim } from './claims'
+import { DECODABLE_CODINGS } from './content-decoding'
 import { setVerification } from './digest-verification'
 import { blankFailure, check, judge, summarize, NO_DIGESTS, type DigestError, type Failure } from './judgement'
 import type { TapEnd } from './source-tap'
-import { conclude, isSettled, type RequestState } from './state'
+import { advance, conclude, isSettled, type RequestState } from './state'
 
 type Release = (err?: Error | null) => void
 
@@ -120,6 +121,42 @@ export function sourceEnded (request: FastifyRequest, state: RequestState, relea
   } else {
     release()
   }
+}
+
+/**
+ * The 415 of a default-mode Repr-Digest whose content coding nothing
+ * decodes for the route: it cannot be checked. Names the codings that can
+ * be decoded here (RFC 9110 §15.5.16).
+ */
+export function undecodableFailure (state: RequestState): Failure {
+  const error = new FST_DIGEST_UNSUPPORTED_ENCODING('Repr-Digest', state.coding)
+  return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
+}
+
+/** The route's stream is in place (`routed`): a source end held back meanwhile goes on to its check. */
+export function releaseHeldEnd (request: FastifyRequest, state: RequestState): void {
+  const heldEnd = state.heldEnd
+  if (heldEnd === null) return
+  state.heldEnd = null
+  sourceEnded(request, state, heldEnd)
+}
+
+/**
+ * A reply sent before the route's preParsing hooks ran (a route-level
+ * onRequest hook after ours answered): no parser and no decoder will read
+ * the body, so nothing stands after request.raw. The body is checked as it
+ * arrives, but a default-mode Repr-Digest of a coding that is not decoded on
+ * the side cannot be checked: that is the verdict at once.
+ */
+export function routeUnparsed (request: FastifyRequest, state: RequestState): void {
+  advance(state, 'routed')
+  if (state.decodedAlgorithms.length > 0 && state.side === null) {
+    state.tap.stop()
+    setVerification(request, { verified: false, reason: 'failed', fields: [] })
+    conclude(state, undecodableFailure(state))
+    return
+  }
+  releaseHeldEnd(request, state)
 }
 
 /** The rest of the body cannot be checked: the waiting reply gets `error`'s failure. */

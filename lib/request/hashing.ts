@@ -10,14 +10,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { LazyDigestStream } from '../digest-stream'
-import { FST_DIGEST_UNSUPPORTED_ENCODING } from '../errors'
 import type { DigestParams } from '../options'
 import { kRequestState } from '../symbols'
 import { sendProblem, type HookDone } from './answers'
 import { announcedTrailers, BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from './claims'
-import { contentCoding, createContentDecoder, DecodingTap, DECODABLE_CODINGS } from './content-decoding'
+import { contentCoding, createContentDecoder, DecodingTap } from './content-decoding'
 import { setVerification } from './digest-verification'
-import { onSourceEnd, onTailClose, onTailEnd, sourceEnded } from './final-check'
+import { onSourceEnd, onTailClose, onTailEnd, releaseHeldEnd, undecodableFailure } from './final-check'
 import { blankFailure, check, judge, NO_DIGESTS, type DigestError } from './judgement'
 import { SourceTap } from './source-tap'
 import { advance, createState } from './state'
@@ -118,9 +117,8 @@ export function placeTail (request: FastifyRequest, reply: FastifyReply, payload
       // Nothing decodes this coding for the route, so its Repr-Digest cannot
       // be checked: 415, naming the codings we can decode (RFC 9110 §15.5.16).
       state.tap.stop()
-      const error = new FST_DIGEST_UNSUPPORTED_ENCODING('Repr-Digest', state.coding)
       advance(state, 'answered')
-      sendProblem(reply, blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') }))
+      sendProblem(reply, undecodableFailure(state))
       return
     }
   }
@@ -143,10 +141,6 @@ export function placeTail (request: FastifyRequest, reply: FastifyReply, payload
     state.tail = tail
     final = tail
   }
-  const heldEnd = state.heldEnd
-  if (heldEnd !== null) {
-    state.heldEnd = null
-    sourceEnded(request, state, heldEnd)
-  }
+  releaseHeldEnd(request, state)
   done(null, final)
 }

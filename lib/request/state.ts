@@ -3,7 +3,8 @@
 // where the request stands: `phase`. Only advance() changes it, along these
 // moves (NEXT below); any other is ignored:
 //
-//   tapping ── the route's last preParsing hook ──▶ routed
+//   tapping ── the route's last preParsing hook, or a reply sent before
+//              the preParsing hooks ran (they never will) ──▶ routed
 //   routed ─── preValidation, or a reply that waits for the body ──▶ validated
 //   routed or validated ── the final check (the end of the body), or the
 //              decoded stream closed before its end ──▶ checked
@@ -17,10 +18,7 @@
 // answer. `validated`: the handler (or a waiting reply) reads the body, so a
 // failure found now is raised on the stream it reads. `checked`: `failure`
 // is the verdict. `answered`: nothing more is sent for this request.
-// Ignored moves: preValidation after the final check (a parsed body), and a
-// reply that waits while the request is still `tapping` (a route-level
-// onRequest hook after ours answered; only a limit or a cut-off then ends
-// its wait).
+// Ignored move: preValidation after the final check (a parsed body).
 import type { DigestAlgorithm } from '../../types/index'
 import type { LazyDigestStream } from '../digest-stream'
 import type { DigestParams } from '../options'
