@@ -3,6 +3,8 @@
 // the plan out. The hooks only execute it; the other response tests show
 // they do, over real servers.
 import { test } from 'tap'
+import { readFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../types/index'
 import { normalizeOptions, normalizeRouteOptions } from '../lib/options'
 import { planResponse, unsolicitedOf, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../lib/response/plan'
@@ -31,6 +33,8 @@ interface Expected {
   coded?: DigestAlgorithm[]
   /** Hashed over a content that is not the identity representation. */
   contentHashed?: DigestAlgorithm[]
+  /** The representation's digests are the content's. */
+  reprOfContent?: boolean
 }
 
 interface Row {
@@ -74,7 +78,8 @@ const TABLE: Row[] = [
       identity: true,
       fileIdentity: ['sha-256'],
       coded: [],
-      contentHashed: ['sha-256']
+      contentHashed: ['sha-256'],
+      reprOfContent: false
     }
   },
   { name: 'unsolicited Content-Digest only', plugin: { contentDigest: true }, expect: { content: ['sha-256'], repr: [], shared: ['sha-256'], reprNeeded: [] } },
@@ -131,10 +136,11 @@ const TABLE: Row[] = [
   { name: 'precondition with conditional off on the plugin', plugin: { conditional: false }, request: { reprDigest: `sha-256=:${B64}:` }, expect: null },
   { name: 'the 406\'s algorithm without sha-256: the server\'s first', plugin: { algorithms: ['sha-512'] }, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { preconditionAlgorithm: 'sha-512', reprNeeded: ['sha-512'] } },
   // Strict mode (RFC 9530 §3: the representation includes its content coding).
-  { name: 'strict: the representation is the coded content', plugin: STRICT, expect: { strict: true, identity: false, fileIdentity: [], coded: ['sha-256'], unencoded: [], shared: ['sha-256'] } },
+  { name: 'strict: the representation is the coded content', plugin: STRICT, expect: { strict: true, identity: false, fileIdentity: [], coded: ['sha-256'], unencoded: [], shared: ['sha-256'], reprOfContent: true } },
+  { name: 'strict HEAD: the representation is not the (absent) content', plugin: STRICT, request: { method: 'HEAD' }, expect: { head: true, reprOfContent: false, contentHashed: ['sha-256'] } },
   { name: 'strict with a precondition: coded includes its algorithms', plugin: STRICT, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { coded: ['sha-256', 'sha-512'], reprNeeded: ['sha-256', 'sha-512'] } },
   { name: 'strict, a wanted Repr-Digest: hashed with the content', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { contentHashed: ['sha-256', 'sha-512'] } },
-  { name: 'strict 206: the content is only the part', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, payload: { status: 206 }, expect: { partial: true, contentHashed: ['sha-256'] } },
+  { name: 'strict 206: the content is only the part', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, payload: { status: 206 }, expect: { partial: true, contentHashed: ['sha-256'], reprOfContent: false } },
   { name: 'default mode: the content hashed for Content-Digest only', request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { coded: [], contentHashed: ['sha-256'] } },
   {
     name: 'strict with unencodedDigest: Unencoded-Digest of the identity, no shared value',
@@ -174,7 +180,8 @@ function project (plan: ResponsePlan, expected: Expected): Expected {
     identity: plan.mode.identity,
     fileIdentity: [...plan.mode.fileIdentity],
     coded: [...plan.mode.coded],
-    contentHashed: [...plan.contentHashed]
+    contentHashed: [...plan.contentHashed],
+    reprOfContent: plan.reprOfContent
   }
   return Object.fromEntries(Object.keys(expected).map((key) => [key, all[key as keyof Expected]]))
 }
@@ -213,4 +220,24 @@ test('union: the first list itself when the second adds nothing (no allocation)'
   t.equal(union(a, ['sha-256']), a)
   t.same(union(a, ['sha-512', 'sha-256']), ['sha-256', 'sha-512'])
   t.same(a, ['sha-256'], 'never mutated')
+})
+
+/** The modules `file` imports from the repository, transitively (types/ excepted: ours, and allowed). */
+function importsOf (file: string, seen = new Map<string, string[]>()): Map<string, string[]> {
+  if (seen.has(file)) return seen
+  const specifiers = [...readFileSync(file, 'utf8').matchAll(/^import[^'"]*from '([^']+)'/gm)].map((m) => m[1] as string)
+  seen.set(file, specifiers)
+  for (const s of specifiers) {
+    if (s.startsWith('.') && !s.includes('types/index')) importsOf(join(dirname(file), `${s}.ts`), seen)
+  }
+  return seen
+}
+
+test('the pure modules import no fastify, not even its types, nor a module that does', async (t) => {
+  const root = join(__dirname, '..')
+  for (const pure of ['lib/response/plan.ts', 'lib/response/precondition.ts', 'lib/response/file-cache.ts', 'lib/digest-params.ts']) {
+    for (const [file, specifiers] of importsOf(join(root, pure))) {
+      t.notOk(specifiers.some((s) => s === 'fastify' || s.startsWith('fastify/')), `${pure}: ${relative(root, file)}`)
+    }
+  }
 })

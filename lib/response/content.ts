@@ -61,14 +61,14 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
       if (!partial && state.reprPayload !== null && plan.mode.identity) identity = digestAll(plan.reprNeeded, state.reprPayload)
     }
   }
-  return emitFields(reply, payload, state, content, identity, plan.head || partial)
+  return emitFields(reply, payload, state, content, identity)
 }
 
 /** emitFields() for a file's stream, releasing the file when the answer is a 406 instead. */
 function emitFileFields (
-  reply: FastifyReply, stream: ReadStream, state: ResponseState, content: DigestResults | null, notFull: boolean
+  reply: FastifyReply, stream: ReadStream, state: ResponseState, content: DigestResults | null
 ): Payload {
-  const out = emitFields(reply, stream, state, content, state.repr, notFull)
+  const out = emitFields(reply, stream, state, content, state.repr)
   if (out !== stream) stream.destroy()
   return out
 }
@@ -86,10 +86,10 @@ async function fileContent (
   const { plan, params } = state
   const stream = file.stream as ReadStream
   const range = file.range
-  if (!plan.mode.strict || range !== null) {
+  if (!plan.reprOfContent) {
     // The representation digest is known now: decide the 406 rule before
     // anything is sent, so the content digest can still go as a trailer.
-    const refused = decidePrecondition(reply, state, wholeOf(reply, state, null, state.repr, range !== null))
+    const refused = decidePrecondition(reply, state, wholeOf(reply, state, null, state.repr))
     if (refused !== null) {
       stream.destroy()
       ;(payload as Readable).destroy()
@@ -103,14 +103,14 @@ async function fileContent (
     const needed = plan.contentHashed
     const known = state.fileCoded
     const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.files.digests(file, needed)
-    return content === null ? null : emitFileFields(reply, stream, state, content, false)
+    return content === null ? null : emitFileFields(reply, stream, state, content)
   }
-  if (plan.content.length === 0) return emitFileFields(reply, stream, state, null, true)
+  if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)
   if (plan.trailers || range.end - range.start < params.maxBufferSize) return null
   // Neither trailers nor a buffer: read the part from the file first.
   const content = await hashFile(file, plan.content, range)
   if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
-  return emitFileFields(reply, stream, state, content, true)
+  return emitFileFields(reply, stream, state, content)
 }
 
 /** Content stage for streams: trailers when the plan allows them, else buffer up to maxBufferSize. */
@@ -148,12 +148,12 @@ export async function streamedContent (
     reply.removeHeader('content-length')
     const strict = plan.mode.strict
     declareTrailer(reply, 'content-digest', plan.content, strict, () => hasher.digests)
-    if (state.file !== null && (!strict || partial)) {
+    if (state.file !== null && !plan.reprOfContent) {
       // A file's representation digest is known before any byte is sent.
-      setField(reply, 'repr-digest', reprDigests(reply, wholeOf(reply, state, null, state.repr, partial), plan.repr), plan.repr, strict)
+      setField(reply, 'repr-digest', reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.repr), plan.repr, strict)
     } else {
       declareTrailer(reply, 'repr-digest', plan.repr, strict, (r) =>
-        reprDigests(r, strict && !partial ? hasher.digests : identityOf(), plan.repr))
+        reprDigests(r, plan.reprOfContent ? hasher.digests : identityOf(), plan.repr))
     }
     declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => reprDigests(r, identityOf(), plan.unencoded))
     commaSeparatedTrailer(reply.raw)
@@ -164,10 +164,10 @@ export async function streamedContent (
   if (collected.chunks === null) {
     state.omitted = 'over-max-buffer-size'
     // A file's representation digest does not depend on the content.
-    if (state.file !== null) return emitFields(reply, collected.rest, state, null, state.repr, partial)
+    if (state.file !== null) return emitFields(reply, collected.rest, state, null, state.repr)
     return collected.rest
   }
   const body = Buffer.concat(collected.chunks)
   reply.header('content-length', body.byteLength)
-  return emitFields(reply, body, state, hasher.digests, plan.mode.identity ? identityOf() : null, partial)
+  return emitFields(reply, body, state, hasher.digests, plan.mode.identity ? identityOf() : null)
 }

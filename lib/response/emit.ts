@@ -64,10 +64,11 @@ export function reprDigests (
  * representation was never seen, so it is unknown.
  */
 export function wholeOf (
-  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null, notFull: boolean
+  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
 ): DigestResults | null {
-  if (!state.plan.mode.strict) return identity
-  if (!notFull) return content
+  const { plan } = state
+  if (plan.reprOfContent) return content
+  if (!plan.mode.strict) return identity
   if (reply.getHeader('content-encoding') !== state.reprEncoding) return null
   return state.file === null ? identity : state.fileCoded
 }
@@ -101,11 +102,11 @@ export function decidePrecondition (reply: FastifyReply, state: ResponseState, w
  */
 export function emitFields (
   reply: FastifyReply, payload: Payload, state: ResponseState,
-  content: DigestResults | null, identity: DigestResults | null, notFull: boolean
+  content: DigestResults | null, identity: DigestResults | null
 ): Payload {
   const { plan } = state
   const strict = plan.mode.strict
-  const repr = reprDigests(reply, wholeOf(reply, state, content, identity, notFull), plan.reprNeeded)
+  const repr = reprDigests(reply, wholeOf(reply, state, content, identity), plan.reprNeeded)
   if (preconditionFails(state.precondition, reply.statusCode, repr)) return notAcceptable(reply, state, repr as DigestResults)
   const contentValue = serializeSelected(content, plan.content, strict)
   if (contentValue !== null) reply.header('content-digest', contentValue)

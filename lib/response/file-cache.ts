@@ -208,8 +208,8 @@ export class FileDigestCache {
   }
 
   /** Cached digests only, or computed ones too. */
-  lookup (file: StaticFile, algorithms: readonly DigestAlgorithm[], cachedOnly: boolean): DigestResults | null | Promise<DigestResults | null> {
-    return cachedOnly ? this.cached(file, algorithms) : this.digests(file, algorithms)
+  async lookup (file: StaticFile, algorithms: readonly DigestAlgorithm[], cachedOnly: boolean): Promise<DigestResults | null> {
+    return cachedOnly ? this.cached(file, algorithms) : await this.digests(file, algorithms)
   }
 
   remember (alias: string, path: string): void {

@@ -10,13 +10,12 @@
 // planResponse() is both at once.
 //
 // Strict mode versus the default mode is decided here and nowhere else: the
-// rest reads the plan's `mode`.
-import type { DigestAlgorithm } from '../../types/index'
+// rest reads the plan (`mode`, `contentHashed`, `reprOfContent`).
+import type { DigestAlgorithm, DigestOmission } from '../../types/index'
 import type { DigestParams } from '../digest-params'
 import { fieldWriter, parseWantField, type FieldWriter } from '../fields'
 import { selectAlgorithms } from '../negotiation'
 import { preconditionAlgorithm, preconditionOf, type Precondition } from './precondition'
-import type { OmissionReason } from './omissions'
 
 /** No algorithm (shared: never mutated). */
 export const NONE: readonly DigestAlgorithm[] = []
@@ -131,10 +130,10 @@ export interface PayloadFacts {
 
 /**
  * How the digests travel:
- * * 'headers': computed before anything is sent (bytes, HEAD, a stream read first);
+ * * 'headers': a string, a Buffer or no payload, hashed before it is sent;
  * * 'trailers': a stream hashed as it flows (RFC 9530 §2, §3);
  * * 'buffer': a stream held back up to maxBufferSize, then as headers (or
- *   omitted, 'over-max-buffer-size');
+ *   omitted, 'over-max-buffer-size'); a HEAD's stream is read, not sent;
  * * 'declared': no content (1xx, 204, 304): only a declared Repr-Digest;
  * * 'none': left out, for `omitted`.
  */
@@ -143,7 +142,7 @@ export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
 export interface ResponsePlan extends FieldPlan {
   readonly transport: Transport
   /** Why wanted fields are left out, when it is known before sending. */
-  readonly omitted: OmissionReason | null
+  readonly omitted: DigestOmission['reason'] | null
   /** A 206: the part's Content-Digest, the whole representation's Repr-Digest (RFC 9530 §3, B.3). */
   readonly partial: boolean
   /**
@@ -152,6 +151,12 @@ export interface ResponsePlan extends FieldPlan {
    * representation ones (the representation is the content as sent).
    */
   readonly contentHashed: readonly DigestAlgorithm[]
+  /**
+   * The representation's digests are the content's: strict mode, a full
+   * response (not a HEAD, not a 206). Otherwise they do not depend on the
+   * content sent, so a file's are known before sending.
+   */
+  readonly reprOfContent: boolean
 }
 
 // RFC 9110 §10.1.4: TE's list, "trailers" among its members.
@@ -215,7 +220,7 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
 export function planDelivery (fields: FieldPlan, payload: PayloadFacts): ResponsePlan {
   const partial = payload.status === 206
   let transport: Transport = 'headers'
-  let omitted: OmissionReason | null = null
+  let omitted: DigestOmission['reason'] | null = null
   let precondition = fields.precondition
   if (noContentStatus(payload.status)) {
     // No content: no Content-Digest; Repr-Digest only when the route declared it.
@@ -236,7 +241,8 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Respons
     transport = !fields.head && fields.trailers && precondition === null ? 'trailers' : 'buffer'
   }
   const contentHashed = union(fields.content, partial ? NONE : fields.mode.coded)
-  return { ...fields, precondition, transport, omitted, partial, contentHashed }
+  const reprOfContent = fields.mode.strict && !partial && !fields.head
+  return { ...fields, precondition, transport, omitted, partial, contentHashed, reprOfContent }
 }
 
 /** The whole plan: what a response to `request` with `payload` carries on a route with `params`. */
