@@ -89,7 +89,7 @@ async function fileContent (
   if (!plan.reprOfContent) {
     // The representation digest is known now: decide the 406 rule before
     // anything is sent, so the content digest can still go as a trailer.
-    const refused = decidePrecondition(reply, state, wholeOf(reply, state, null, state.repr))
+    const refused = decidePrecondition(reply, state, reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.reprNeeded))
     if (refused !== null) {
       stream.destroy()
       ;(payload as Readable).destroy()
@@ -142,8 +142,9 @@ export async function streamedContent (
     return digestAll(plan.reprNeeded, state.reprPayload as string | Buffer)
   }
 
-  // A precondition still to decide holds the stream back (lib/response/plan.ts).
-  if (state.precondition === null && plan.trailers) {
+  // As planned; a file's stream, too, once its precondition was decided
+  // before sending (fileContent).
+  if (plan.transport === 'trailers' || (plan.trailers && state.precondition === null)) {
     // Digests are known only at the end: declare them as trailers (RFC 9530 §2, §3).
     reply.removeHeader('content-length')
     const strict = plan.mode.strict

@@ -84,12 +84,11 @@ function notAcceptable (reply: FastifyReply, state: ResponseState, repr: DigestR
 }
 
 /**
- * Decide the precondition with the whole representation's digests, when
- * known: the 406 body (''), or null when the response goes on. Decided once:
- * the precondition is then dropped.
+ * The 406 rule, at the moment the whole representation's digests `repr`
+ * (declared ones included) are known: the 406 body (''), or null when the
+ * response goes on. Decided once: the precondition is then dropped.
  */
-export function decidePrecondition (reply: FastifyReply, state: ResponseState, whole: DigestResults | null): string | null {
-  const repr = reprDigests(reply, whole, state.plan.reprNeeded)
+export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null
   return fails ? notAcceptable(reply, state, repr as DigestResults) : null
@@ -107,7 +106,8 @@ export function emitFields (
   const { plan } = state
   const strict = plan.mode.strict
   const repr = reprDigests(reply, wholeOf(reply, state, content, identity), plan.reprNeeded)
-  if (preconditionFails(state.precondition, reply.statusCode, repr)) return notAcceptable(reply, state, repr as DigestResults)
+  const refused = decidePrecondition(reply, state, repr)
+  if (refused !== null) return refused
   const contentValue = serializeSelected(content, plan.content, strict)
   if (contentValue !== null) reply.header('content-digest', contentValue)
   // Usually both fields carry the same digests of the same bytes: one value.
