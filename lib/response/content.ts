@@ -102,7 +102,7 @@ async function fileContent (
     // Often already at hand from the representation stage (even with fileCacheSize 0).
     const needed = plan.contentHashed
     const known = state.fileCoded
-    const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.files.digests(file, needed)
+    const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, needed)
     return content === null ? null : emitFileFields(reply, stream, state, content)
   }
   if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)

@@ -91,7 +91,7 @@ function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: Res
   if (plan.content.length > 0) wanted.push('Content-Digest')
   if (plan.repr.length > 0) wanted.push('Repr-Digest')
   if (plan.unencoded.length > 0) wanted.push('Unencoded-Digest')
-  state.omissions.report(request, reply, state.omitted, missingFields(reply, wanted), state.params.trailers)
+  state.context.omissions.report(request, reply, state.omitted, missingFields(reply, wanted), state.params.trailers)
 }
 
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
@@ -142,6 +142,8 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, both: boolean
   ): void {
     // A state left by an earlier send: this one is fastify's error after it.
+    // The new state is set once the plan is made (for a stream, after its
+    // file is resolved), before the content stage runs.
     if (stateOf(request) !== kNothing) {
       dropTrailers(reply)
       ;(reply as { digestsOmitted: unknown }).digestsOmitted = null

@@ -96,7 +96,7 @@ async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyRepl
 async function fileDigests (state: ResponseState, file: FileResponse): Promise<void> {
   // Another version than @fastify/send described: hashed as it flows.
   if (file.stale) return
-  const { files } = state
+  const { files } = state.context
   const { fileIdentity, coded } = state.plan.mode
   const identity = fileIdentity.length === 0 ? file : await identityFile(file, state.reprEncoding)
   if (identity === file) {

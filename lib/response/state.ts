@@ -32,8 +32,7 @@ export interface ResponseState {
   fileCoded: DigestResults | null
   /** Why digest fields were given up on, if they were (lib/response/omissions.ts). */
   omitted: OmissionReason | null
-  readonly files: FileDigestCache
-  readonly omissions: OmissionLog
+  readonly context: ResponseContext
 }
 
 /** Where the response stages keep their shared things (one per plugin instance). */
@@ -57,7 +56,6 @@ export function newState (
     file,
     fileCoded: null,
     omitted: plan.omitted,
-    files: context.files,
-    omissions: context.omissions
+    context
   }
 }
