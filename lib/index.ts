@@ -9,7 +9,7 @@ import type { FastifyDigestFieldsOptions } from '../types/index'
 import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './options'
 import { placeHooks, type RouteHookInstaller } from './route-hooks'
 import { setReprDigest } from './declared'
-import { installResponseDigests } from './response-hooks'
+import { installResponseDigests } from './response/hooks'
 import { installRequestVerification } from './request-verification'
 import { kDeclared, kRouteParams } from './symbols'
 import { errors } from './errors'
@@ -17,7 +17,7 @@ import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './
 import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './fields'
 import { selectAlgorithms } from './negotiation'
 import { verifyDigests } from './verification'
-import { staticHeaders } from './file-digests'
+import { staticHeaders } from './response/files'
 import { watchRouteCoverage } from './route-coverage'
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
@@ -29,7 +29,7 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     return
   }
 
-  fastify.decorateReply(kDeclared as unknown as string, null)
+  fastify.decorateReply(kDeclared, null)
   fastify.decorateReply('setReprDigest', setReprDigest)
 
   // In this order on each route: the response stages, then the request

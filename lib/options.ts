@@ -12,28 +12,9 @@ import type {
 import { ALGORITHMS } from './algorithms'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from './errors'
 import { nearestKey } from './nearest-key'
+import type { DigestParams } from './digest-params'
 
-export interface DigestParams {
-  /** Enabled algorithms, server preference order. */
-  readonly algorithms: readonly DigestAlgorithm[]
-  /** Unsolicited Content-Digest algorithms (empty: only when wanted). */
-  readonly contentDigest: readonly DigestAlgorithm[]
-  /** Unsolicited Repr-Digest algorithms (empty: only when wanted). */
-  readonly reprDigest: readonly DigestAlgorithm[]
-  readonly verify: VerifyPolicy
-  readonly strict: boolean
-  readonly unencodedDigest: boolean
-  readonly trailers: boolean
-  readonly maxBufferSize: number
-  /** Media types (lowercase, no parameters) of live streams. */
-  readonly liveTypes: ReadonlySet<string>
-  /** The route's `live` option: true or false, or null to go by `liveTypes`. */
-  readonly live: boolean | null
-  readonly conditional: boolean
-  readonly legacyDigest: boolean
-  /** How many files' whole-file digests are kept (plugin-level only). */
-  readonly fileCacheSize: number
-}
+export type { DigestParams } from './digest-params'
 
 export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 export const defaultMaxBufferSize = 1024 * 1024

@@ -10,5 +10,3 @@ export const kRequestState = Symbol('fastify-digest-fields.requestState')
 export const kVerification = Symbol('fastify-digest-fields.verification')
 /** Reply decorator: digests declared with reply.setReprDigest(). */
 export const kDeclared = Symbol('fastify-digest-fields.declared')
-/** Reply decorator: the file and stat recorded by staticHeaders (@fastify/static's setHeaders). */
-export const kStaticFile = Symbol('fastify-digest-fields.staticFile')

@@ -1,6 +1,6 @@
 // The whole-file digest cache and the recognition of @fastify/static
 // responses, without a server: hashing passes counted, stats forged,
-// requests and replies reduced to what lib/file-digests.ts reads.
+// requests and replies reduced to what lib/response/files.ts reads.
 import { test } from 'tap'
 import { createReadStream, statSync } from 'node:fs'
 import { mkdtemp, rm, writeFile, type FileHandle } from 'node:fs/promises'
@@ -9,10 +9,8 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../types/index'
-import {
-  FileDigestCache, hashFile, identityFile, parseContentRange, resolveFileResponse, sendEtag, staticHeaders,
-  type ByteRange, type HashFile, type StaticFile
-} from '../lib/file-digests'
+import { FileDigestCache, hashFile, parseContentRange, sendEtag, type ByteRange, type HashFile, type StaticFile } from '../lib/response/file-cache'
+import { identityFile, resolveFileResponse, staticHeaders } from '../lib/response/files'
 import { normalizeOptions } from '../lib/options'
 import { sf, pattern } from './helpers'
 

@@ -23,7 +23,8 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import compress from '@fastify/compress'
 import fastifyStatic from '@fastify/static'
 import digestFields = require('../lib/index')
-import { resolveFileResponse, FileDigestCache } from '../lib/file-digests'
+import { FileDigestCache } from '../lib/response/file-cache'
+import { resolveFileResponse } from '../lib/response/files'
 import { pattern } from './helpers'
 import {
   activeResources, b64, checkDigests, connections, fetchRaw, heapAfterGc, openFiles, sleep, type Received

@@ -23,7 +23,7 @@ import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions } from '../types/index'
 import digestFields = require('../lib/index')
-import { FileDigestCache } from '../lib/file-digests'
+import { FileDigestCache } from '../lib/response/file-cache'
 import { buildApp, pattern } from './helpers'
 import { heapAfterGc, spyHashing, type HashSpy } from './hardening-helpers'
 

@@ -1,7 +1,7 @@
-// Which streamed responses are live (lib/live-streams.ts): the route's
+// Which streamed responses are live (lib/response/live-streams.ts): the route's
 // `live` option, else the response's media type among `liveTypes`.
 import { test } from 'tap'
-import { isLiveStream, mediaTypeOf } from '../lib/live-streams'
+import { isLiveStream, mediaTypeOf } from '../lib/response/live-streams'
 import { defaultLiveTypes } from '../lib/options'
 
 test('mediaTypeOf: lowercase, parameters and whitespace dropped', async (t) => {

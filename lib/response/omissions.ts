@@ -4,7 +4,7 @@
 // application is told on the reply (`reply.digestsOmitted`), and the log
 // once per route and reason, at warn, with the reason and the fix.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestOmission, ResponseDigestField } from '../types/index'
+import type { DigestOmission, ResponseDigestField } from '../../types/index'
 
 export type OmissionReason = DigestOmission['reason']
 

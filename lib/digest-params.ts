@@ -1,0 +1,26 @@
+// The normalized options one route's hooks read (built by lib/options.ts,
+// frozen, never re-checked per request). Pure: no fastify import, so the
+// response plan (lib/response/plan.ts) can take it.
+import type { DigestAlgorithm, VerifyPolicy } from '../types/index'
+
+export interface DigestParams {
+  /** Enabled algorithms, server preference order. */
+  readonly algorithms: readonly DigestAlgorithm[]
+  /** Unsolicited Content-Digest algorithms (empty: only when wanted). */
+  readonly contentDigest: readonly DigestAlgorithm[]
+  /** Unsolicited Repr-Digest algorithms (empty: only when wanted). */
+  readonly reprDigest: readonly DigestAlgorithm[]
+  readonly verify: VerifyPolicy
+  readonly strict: boolean
+  readonly unencodedDigest: boolean
+  readonly trailers: boolean
+  readonly maxBufferSize: number
+  /** Media types (lowercase, no parameters) of live streams. */
+  readonly liveTypes: ReadonlySet<string>
+  /** The route's `live` option: true or false, or null to go by `liveTypes`. */
+  readonly live: boolean | null
+  readonly conditional: boolean
+  readonly legacyDigest: boolean
+  /** How many files' whole-file digests are kept (plugin-level only). */
+  readonly fileCacheSize: number
+}

@@ -1,0 +1,161 @@
+// Writing the digest fields on the reply: as headers, as trailers
+// (RFC 9530 §2, §3: both fields may be trailers), or a 406 instead; and Vary.
+import type { FastifyReply } from 'fastify'
+import type { DigestAlgorithm } from '../../types/index'
+import type { DigestResults } from '../digest-stream'
+import { serializeSelected } from '../fields'
+import { getDeclared } from '../declared'
+import { sameList } from './plan'
+import { preconditionFails } from './precondition'
+import type { ResponseState, Payload } from './state'
+
+const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest']
+const VARY_VALUE = VARY_TOKENS.join(', ')
+const TRAILERS = ['content-digest', 'repr-digest', 'unencoded-digest']
+
+/** Add the Want-* fields to Vary: either one can change which digests a response carries (RFC 9110 §12.5.5). */
+export function addVary (reply: FastifyReply): void {
+  const current = reply.getHeader('vary')
+  if (current === undefined) {
+    reply.header('vary', VARY_VALUE)
+    return
+  }
+  const value = Array.isArray(current) ? current.join(', ') : String(current)
+  if (value.trim() === '*') return
+  const have = new Set(value.split(',').map((t) => t.trim().toLowerCase()))
+  const missing = VARY_TOKENS.filter((t) => !have.has(t.toLowerCase()))
+  if (missing.length > 0) reply.header('vary', value === '' ? missing.join(', ') : `${value}, ${missing.join(', ')}`)
+}
+
+/** Content-Digest and Repr-Digest as one `value`: the bytes sent are the representation. */
+export function writeShared (reply: FastifyReply, value: string, content: boolean, repr: boolean): void {
+  if (content) reply.header('content-digest', value)
+  if (repr) reply.header('repr-digest', value)
+}
+
+/** Set field `name` to the digests of `algs` found in `digests`, if any. */
+export function setField (
+  reply: FastifyReply, name: string, digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean
+): void {
+  const value = serializeSelected(digests, algs, strict)
+  if (value !== null) reply.header(name, value)
+}
+
+/** Representation digests for `algs`: declared ones first, then computed ones. */
+export function reprDigests (
+  reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
+): DigestResults | null {
+  const declared = getDeclared(reply)
+  if (declared === null) return computed
+  const out: DigestResults = new Map(computed ?? [])
+  for (const a of algs) {
+    const v = declared.get(a)
+    if (v !== undefined) out.set(a, v)
+  }
+  return out
+}
+
+/**
+ * Digests of the whole representation as the mode defines it. Default mode:
+ * before content coding (`identity`). Strict mode: coding included, so a full
+ * response's is its content; for HEAD and 206 it is the identity one, or the
+ * whole file as sent, unless a coding was applied after the representation
+ * stage (@fastify/compress on an explicit HEAD route): that coded
+ * representation was never seen, so it is unknown.
+ */
+export function wholeOf (
+  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
+): DigestResults | null {
+  const { plan } = state
+  if (plan.reprOfContent) return content
+  if (!plan.mode.strict) return identity
+  if (reply.getHeader('content-encoding') !== state.reprEncoding) return null
+  return state.file === null ? identity : state.fileCoded
+}
+
+/** 406 Not Acceptable: the client's Repr-Digest names another representation. */
+function notAcceptable (reply: FastifyReply, state: ResponseState, repr: DigestResults): string {
+  reply.code(406)
+  for (const h of ['content-encoding', 'content-type', 'content-length', 'content-range', 'content-digest', 'unencoded-digest']) {
+    reply.removeHeader(h)
+  }
+  setField(reply, 'repr-digest', repr, [state.plan.preconditionAlgorithm], state.plan.mode.strict)
+  return ''
+}
+
+/**
+ * The 406 rule, at the moment the whole representation's digests `repr`
+ * (declared ones included) are known: the 406 body (''), or null when the
+ * response goes on. Decided once: the precondition is then dropped.
+ */
+export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): string | null {
+  const fails = preconditionFails(state.precondition, reply.statusCode, repr)
+  state.precondition = null
+  return fails ? notAcceptable(reply, state, repr as DigestResults) : null
+}
+
+/**
+ * Set the digest fields as headers, or answer 406. `identity` holds digests
+ * of the representation before content coding; in strict mode a full
+ * response's representation is its (coded) content.
+ */
+export function emitFields (
+  reply: FastifyReply, payload: Payload, state: ResponseState,
+  content: DigestResults | null, identity: DigestResults | null
+): Payload {
+  const { plan } = state
+  const strict = plan.mode.strict
+  const repr = reprDigests(reply, wholeOf(reply, state, content, identity), plan.reprNeeded)
+  const refused = decidePrecondition(reply, state, repr)
+  if (refused !== null) return refused
+  const contentValue = serializeSelected(content, plan.content, strict)
+  if (contentValue !== null) reply.header('content-digest', contentValue)
+  // Usually both fields carry the same digests of the same bytes: one value.
+  const reprValue = repr === content && sameList(plan.repr, plan.content)
+    ? contentValue
+    : serializeSelected(repr, plan.repr, strict)
+  if (reprValue !== null) reply.header('repr-digest', reprValue)
+  // Unencoded-Digest is always serialized as a byte sequence (strict mode only).
+  if (plan.unencoded.length > 0) setField(reply, 'unencoded-digest', reprDigests(reply, identity, plan.unencoded), plan.unencoded, true)
+  return payload
+}
+
+/**
+ * Declare a digest trailer whose value is read once the body has been sent.
+ * A trailer callback that fails is dropped by fastify: that is how a digest
+ * that turned out to be unknown (a 206 without a declared representation
+ * digest) is left out.
+ */
+export function declareTrailer (
+  reply: FastifyReply, name: string, algs: readonly DigestAlgorithm[], strict: boolean,
+  compute: (reply: FastifyReply) => DigestResults | null
+): void {
+  if (algs.length === 0) return
+  reply.trailer(name, (r, _payload, done) => {
+    const value = serializeSelected(compute(r), algs, strict)
+    if (value === null) done(new Error(`no ${name} value`))
+    else done(null, value)
+  })
+}
+
+/**
+ * A reply sent again: its first payload, a stream, failed before anything
+ * went out, and fastify now sends the error. The digest trailers declared
+ * for that stream, and the framing fastify set for them (already copied to
+ * the raw response), must not stay: the error body is sent with a
+ * Content-Length, and gets digests of its own.
+ */
+export function dropTrailers (reply: FastifyReply): void {
+  let declared = false
+  for (const name of TRAILERS) {
+    if (reply.hasTrailer(name)) {
+      reply.removeTrailer(name)
+      declared = true
+    }
+  }
+  if (!declared) return
+  for (const name of ['transfer-encoding', 'trailer']) {
+    reply.removeHeader(name)
+    reply.raw.removeHeader(name)
+  }
+}

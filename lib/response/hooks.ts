@@ -1,0 +1,194 @@
+// Response digests (docs/design.md, "Two digests per response"): the hooks
+// that run the pipeline plan → representation → content → emit.
+//
+// Two onSend stages, both route-level hooks placed by lib/route-hooks.ts:
+// * the representation stage (lib/response/representation.ts), first among
+//   the route's onSend hooks: it sees the identity representation before
+//   compress;
+// * the content stage (lib/response/content.ts), last: it sees the bytes
+//   that will be sent.
+// Being route-level, they have the route's options at hand (no lookup per
+// request). 404s have no route: an instance-level onSend runs both stages for
+// them with the plugin's options.
+//
+// The usual response (a string or Buffer, no Want-* field, no precondition,
+// nothing declared) of a route without other onSend hooks takes a shortcut:
+// one hook writes the route's unsolicited fields (unsolicitedOf, worked out
+// once per route), hashed in one step, with no per-request state and no plan
+// (usualResponse).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ResponseDigestField } from '../../types/index'
+import type { DigestParams } from '../digest-params'
+import type { RouteHookInstaller } from '../route-hooks'
+import { getDeclared } from '../declared'
+import { kResponseState } from '../symbols'
+import { FileDigestCache } from './file-cache'
+import { kStaticFile } from './files'
+import { OmissionLog, missingFields } from './omissions'
+import { noContentStatus, planFields, unsolicitedOf, type FieldPlan, type RequestFacts, type Unsolicited } from './plan'
+import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
+import { bufferedContent, streamedContent } from './content'
+import { addVary, dropTrailers, setField, writeShared } from './emit'
+import type { Payload, ResponseContext, ResponseState } from './state'
+
+type Done = (err: Error | null, payload?: Payload) => void
+
+/** The request decorator's value when the response carries no digest field (only Vary is added). */
+const kNothing = Symbol('nothing')
+
+interface WithResponseState { [kResponseState]: ResponseState | typeof kNothing }
+
+function stateOf (request: FastifyRequest): ResponseState | typeof kNothing {
+  return (request as unknown as WithResponseState)[kResponseState]
+}
+
+function setState (request: FastifyRequest, state: ResponseState | typeof kNothing): void {
+  (request as unknown as WithResponseState)[kResponseState] = state
+}
+
+function requestFacts (request: FastifyRequest): RequestFacts {
+  const headers = request.headers
+  return {
+    method: request.method,
+    wantContentDigest: headers['want-content-digest'],
+    wantReprDigest: headers['want-repr-digest'],
+    reprDigest: headers['repr-digest'],
+    te: headers.te,
+    httpVersion: request.raw.httpVersion
+  }
+}
+
+/**
+ * The usual response, when nothing stands between the two stages: a string
+ * or Buffer (no stream, no HEAD, no 206, a status with content), no Want-*
+ * field, no Repr-Digest to compare, nothing declared, the reply's first
+ * send. Its bytes are the representation, so the fields are the route's
+ * unsolicited ones with one value (what bufferedContent's shared value would
+ * be), without per-request state. False, having changed nothing, for any
+ * other response: the stages then run in full.
+ */
+function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: Payload, usual: Unsolicited): boolean {
+  if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return false
+  const headers = request.headers
+  const method = request.method
+  const status = reply.statusCode
+  if (
+    method === 'HEAD' || status === 206 || noContentStatus(status) ||
+    headers['want-content-digest'] !== undefined || headers['want-repr-digest'] !== undefined ||
+    (usual.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
+    getDeclared(reply) !== null || stateOf(request) !== kNothing
+  ) return false
+  addVary(reply)
+  if (usual.write !== null) writeShared(reply, usual.write(payload), usual.content, usual.repr)
+  return true
+}
+
+/** Tell the application (and the log, once per route) which wanted fields were given up on. */
+function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
+  if (state.omitted === null) return
+  const { plan } = state
+  const wanted: ResponseDigestField[] = []
+  if (plan.content.length > 0) wanted.push('Content-Digest')
+  if (plan.repr.length > 0) wanted.push('Repr-Digest')
+  if (plan.unencoded.length > 0) wanted.push('Unencoded-Digest')
+  state.context.omissions.report(request, reply, state.omitted, missingFields(reply, wanted), state.params.trailers)
+}
+
+function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+  const state = stateOf(request)
+  addVary(reply)
+  if (state === kNothing) {
+    done(null, payload)
+    return
+  }
+  const { plan } = state
+  if (plan.transport === 'declared') {
+    // No content: no Content-Digest; Repr-Digest only when the route declared it.
+    setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
+    done(null, payload)
+    return
+  }
+  if (!plan.head && isNodeStream(payload)) {
+    streamedContent(request, reply, payload, state).then((p) => {
+      reportOmitted(request, reply, state)
+      done(null, p)
+    }, done)
+    return
+  }
+  const out = bufferedContent(reply, payload, state)
+  reportOmitted(request, reply, state)
+  done(null, out)
+}
+
+export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
+  // A primitive initial value: a request the representation stage did not
+  // look at carries no digest fields.
+  fastify.decorateRequest(kResponseState, kNothing)
+  fastify.decorateReply(kStaticFile, null)
+  fastify.decorateReply('digestsOmitted', null)
+  const context: ResponseContext = { files: new FileDigestCache(params.fileCacheSize), omissions: new OmissionLog() }
+
+  /**
+   * After the representation stage: on to compress and the content stage, or
+   * the content stage now when nothing stands between the two (a 404, a route
+   * without other onSend hooks).
+   */
+  function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean): void {
+    if (both) contentStage(request, reply, payload, done)
+    else done(null, payload)
+  }
+
+  function representationStage (
+    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, both: boolean
+  ): void {
+    // A state left by an earlier send: this one is fastify's error after it.
+    // The new state is set once the plan is made (for a stream, after its
+    // file is resolved), before the content stage runs.
+    if (stateOf(request) !== kNothing) {
+      dropTrailers(reply)
+      ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
+      setState(request, kNothing)
+    }
+    const fields: FieldPlan | null = planFields(requestFacts(request), routeParams)
+    if (fields === null) {
+      representationDone(request, reply, payload, done, both)
+      return
+    }
+    const unwrapped = unwrapPayload(reply, payload)
+    if (isNodeStream(unwrapped)) {
+      streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {
+        setState(request, state)
+        representationDone(request, reply, out, done, both)
+      }, done)
+      return
+    }
+    setState(request, bytesRepresentation(request, reply, unwrapped, fields, routeParams, context))
+    representationDone(request, reply, unwrapped, done, both)
+  }
+
+  // 404s never reach onRoute (and compress never touches them): an instance
+  // hook runs both stages for them, with the plugin's options.
+  const usual = unsolicitedOf(params)
+  fastify.addHook('onSend', function digestNotFound (request, reply, payload, done) {
+    if (!request.is404 || (usual !== null && usualResponse(request, reply, payload, usual))) done(null, payload)
+    else representationStage(request, reply, payload, done as Done, params, true)
+  })
+
+  return {
+    onRoute (_routeOptions, routeParams) {
+      // The route's own hooks: its options at hand, no lookup per request.
+      function digestReprStage (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+        representationStage(request, reply, payload, done, routeParams, false)
+      }
+      const usual = unsolicitedOf(routeParams)
+      function digestBothStages (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+        if (usual !== null && usualResponse(request, reply, payload, usual)) done(null, payload)
+        else representationStage(request, reply, payload, done, routeParams, true)
+      }
+      // The representation stage first among the route's onSend hooks
+      // (before compress), the content stage last (after it); with no other
+      // onSend hook on the route, one hook runs both (lib/route-hooks.ts).
+      return { onSendAround: { before: digestReprStage, after: contentStage, alone: digestBothStages } }
+    }
+  }
+}

@@ -1,0 +1,61 @@
+// What one response's stages hand each other: the plan, and the digests and
+// payloads found on the way (the representation stage fills it, the content
+// stage reads it). Set on the request (kResponseState) once planned.
+import type { DigestParams } from '../digest-params'
+import type { DigestResults, DigestTransform } from '../digest-stream'
+import type { FileDigestCache } from './file-cache'
+import type { FileResponse } from './files'
+import type { OmissionLog, OmissionReason } from './omissions'
+import type { Precondition } from './precondition'
+import type { ResponsePlan } from './plan'
+
+export type Payload = unknown
+
+export interface ResponseState {
+  readonly plan: ResponsePlan
+  readonly params: DigestParams
+  /** The plan's precondition until it is decided; null once decided early (files). */
+  precondition: Precondition | null
+  /** The string/Buffer payload seen by the representation stage. */
+  reprPayload: string | Buffer | null
+  /** The hashing wrapper put around a streamed representation. */
+  reprStream: DigestTransform | null
+  /** Representation digests known at the representation stage (HEAD of a stream, a file's). */
+  repr: DigestResults | null
+  /** How many bytes `repr` covers. */
+  reprBytes: number
+  /** Content-Encoding as the representation stage saw it (compress sets its own later). */
+  readonly reprEncoding: unknown
+  /** The file a @fastify/static response stands for (then `repr` holds its identity digests). */
+  readonly file: FileResponse | null
+  /** Strict mode: digests of the whole file as sent, coding included (for HEAD and 206). */
+  fileCoded: DigestResults | null
+  /** Why digest fields were given up on, if they were (lib/response/omissions.ts). */
+  omitted: OmissionReason | null
+  readonly context: ResponseContext
+}
+
+/** Where the response stages keep their shared things (one per plugin instance). */
+export interface ResponseContext {
+  readonly files: FileDigestCache
+  readonly omissions: OmissionLog
+}
+
+export function newState (
+  plan: ResponsePlan, params: DigestParams, context: ResponseContext, reprEncoding: unknown, file: FileResponse | null
+): ResponseState {
+  return {
+    plan,
+    params,
+    precondition: plan.precondition,
+    reprPayload: null,
+    reprStream: null,
+    repr: null,
+    reprBytes: 0,
+    reprEncoding,
+    file,
+    fileCoded: null,
+    omitted: plan.omitted,
+    context
+  }
+}

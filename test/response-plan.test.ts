@@ -1,0 +1,243 @@
+// What a response carries (lib/response/plan.ts), as a table: one row per
+// case, the request's facts, the route's options and the payload's facts in,
+// the plan out. The hooks only execute it; the other response tests show
+// they do, over real servers.
+import { test } from 'tap'
+import { readFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../types/index'
+import { normalizeOptions, normalizeRouteOptions } from '../lib/options'
+import { planResponse, unsolicitedOf, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../lib/response/plan'
+
+const A = Buffer.alloc(32, 0xaa)
+const B64 = A.toString('base64')
+
+interface Expected {
+  content?: DigestAlgorithm[]
+  repr?: DigestAlgorithm[]
+  unencoded?: DigestAlgorithm[]
+  /** The precondition's algorithms, or null. */
+  precondition?: DigestAlgorithm[] | null
+  preconditionAlgorithm?: DigestAlgorithm
+  reprNeeded?: DigestAlgorithm[]
+  shared?: DigestAlgorithm[] | null
+  transport?: Transport
+  omitted?: 'live-stream' | null
+  partial?: boolean
+  head?: boolean
+  trailers?: boolean
+  strict?: boolean
+  /** The identity representation is hashed for a full response. */
+  identity?: boolean
+  fileIdentity?: DigestAlgorithm[]
+  coded?: DigestAlgorithm[]
+  /** Hashed over a content that is not the identity representation. */
+  contentHashed?: DigestAlgorithm[]
+  /** The representation's digests are the content's. */
+  reprOfContent?: boolean
+}
+
+interface Row {
+  name: string
+  plugin?: FastifyDigestFieldsOptions
+  route?: RouteDigestOptions
+  request?: Partial<RequestFacts>
+  payload?: Partial<PayloadFacts>
+  /** null: no digest field at all (only Vary). */
+  expect: Expected | null
+}
+
+const BOTH = { contentDigest: 'sha-256', reprDigest: 'sha-256' } as const
+const STRICT = { strict: true, ...BOTH } as const
+const TE = { te: 'trailers' }
+const STREAM = { kind: 'stream' } as const
+const LIVE = { kind: 'stream', live: true } as const
+
+const TABLE: Row[] = [
+  // Default mode, nothing configured, nothing asked: only Vary.
+  { name: 'defaults, no Want-*', expect: null },
+  { name: 'defaults, a HEAD', request: { method: 'HEAD' }, expect: null },
+  { name: 'defaults, a stream', payload: STREAM, expect: null },
+  // Unsolicited configuration.
+  {
+    name: 'unsolicited both: one shared value, headers, identity hashed',
+    plugin: BOTH,
+    expect: {
+      content: ['sha-256'],
+      repr: ['sha-256'],
+      unencoded: [],
+      precondition: null,
+      reprNeeded: ['sha-256'],
+      shared: ['sha-256'],
+      transport: 'headers',
+      omitted: null,
+      partial: false,
+      head: false,
+      trailers: false,
+      strict: false,
+      identity: true,
+      fileIdentity: ['sha-256'],
+      coded: [],
+      contentHashed: ['sha-256'],
+      reprOfContent: false
+    }
+  },
+  { name: 'unsolicited Content-Digest only', plugin: { contentDigest: true }, expect: { content: ['sha-256'], repr: [], shared: ['sha-256'], reprNeeded: [] } },
+  { name: 'unsolicited Repr-Digest only', plugin: { reprDigest: 'sha-512' }, expect: { content: [], repr: ['sha-512'], shared: ['sha-512'] } },
+  { name: 'unsolicited, different sets: no shared value', plugin: { contentDigest: 'sha-256', reprDigest: 'sha-512' }, expect: { content: ['sha-256'], repr: ['sha-512'], shared: null } },
+  { name: 'unsolicited on the plugin, off on the route', plugin: BOTH, route: { contentDigest: false, reprDigest: false }, expect: null },
+  { name: 'unsolicited on the route only', route: { reprDigest: true }, expect: { content: [], repr: ['sha-256'] } },
+  // Want-* weights (RFC 9530 §4).
+  { name: 'Want-Repr-Digest picks the highest weight', request: { wantReprDigest: 'sha-256=1, sha-512=5' }, expect: { content: [], repr: ['sha-512'] } },
+  { name: 'Want-Content-Digest alone', request: { wantContentDigest: 'sha-256=3' }, expect: { content: ['sha-256'], repr: [] } },
+  { name: 'Want-* weight 0 removes the unsolicited algorithm', plugin: BOTH, request: { wantReprDigest: 'sha-256=0' }, expect: { content: ['sha-256'], repr: [] } },
+  { name: 'Want-* weight 0 on both: nothing', plugin: BOTH, request: { wantContentDigest: 'sha-256=0', wantReprDigest: 'sha-256=0' }, expect: null },
+  { name: 'the other field\'s Want-* steers an unsolicited field', plugin: BOTH, request: { wantContentDigest: 'sha-512=2' }, expect: { content: ['sha-512'], repr: ['sha-512'], shared: ['sha-512'] } },
+  { name: 'Want-* for an algorithm not enabled', request: { wantReprDigest: 'md5=9' }, expect: null },
+  { name: 'Want-* unparseable: ignored', plugin: BOTH, request: { wantReprDigest: '(((' }, expect: { content: ['sha-256'], repr: ['sha-256'] } },
+  // HEAD, 206, no content.
+  { name: 'HEAD: headers, no content', plugin: BOTH, request: { method: 'HEAD' }, expect: { head: true, transport: 'headers', partial: false } },
+  { name: 'HEAD of a stream: read first (buffer), never trailers', plugin: BOTH, request: { method: 'HEAD', ...TE }, payload: STREAM, expect: { head: true, trailers: true, transport: 'buffer' } },
+  { name: '206 of bytes', plugin: BOTH, payload: { status: 206 }, expect: { partial: true, transport: 'headers' } },
+  { name: '206 of a stream with TE: trailers', plugin: BOTH, request: TE, payload: { ...STREAM, status: 206 }, expect: { partial: true, transport: 'trailers' } },
+  { name: '204: only a declared Repr-Digest', plugin: BOTH, payload: { status: 204 }, expect: { transport: 'declared', partial: false } },
+  { name: '304 of a stream: only a declared Repr-Digest', plugin: BOTH, request: TE, payload: { ...STREAM, status: 304 }, expect: { transport: 'declared' } },
+  { name: '1xx: only a declared Repr-Digest', plugin: BOTH, payload: { status: 103 }, expect: { transport: 'declared' } },
+  { name: 'no payload: headers (an empty representation)', plugin: BOTH, payload: { kind: 'none' }, expect: { transport: 'headers' } },
+  // Streams and trailers (RFC 9530 §2, §3; RFC 9110 §10.1.4).
+  { name: 'a stream without TE: buffered', plugin: BOTH, payload: STREAM, expect: { trailers: false, transport: 'buffer' } },
+  { name: 'a stream with TE: trailers', plugin: BOTH, request: TE, payload: STREAM, expect: { trailers: true, transport: 'trailers' } },
+  { name: 'TE with parameters and other members', plugin: BOTH, request: { te: 'gzip;q=0.5, trailers' }, payload: STREAM, expect: { trailers: true, transport: 'trailers' } },
+  { name: 'TE without trailers', plugin: BOTH, request: { te: 'gzip' }, payload: STREAM, expect: { trailers: false, transport: 'buffer' } },
+  { name: 'TE as a list of values (not one string)', plugin: BOTH, request: { te: ['trailers'] }, payload: STREAM, expect: { trailers: false } },
+  { name: 'trailers disabled on the plugin', plugin: { ...BOTH, trailers: false }, request: TE, payload: STREAM, expect: { trailers: false, transport: 'buffer' } },
+  { name: 'trailers disabled on the route', plugin: BOTH, route: { trailers: false }, request: TE, payload: STREAM, expect: { trailers: false, transport: 'buffer' } },
+  { name: 'HTTP/1.0 never gets trailers', plugin: BOTH, request: { ...TE, httpVersion: '1.0' }, payload: STREAM, expect: { trailers: false, transport: 'buffer' } },
+  { name: 'HTTP/2 gets trailers', plugin: BOTH, request: { ...TE, httpVersion: '2.0' }, payload: STREAM, expect: { trailers: true, transport: 'trailers' } },
+  // Live streams.
+  { name: 'a live stream with TE: trailers', plugin: BOTH, request: TE, payload: LIVE, expect: { transport: 'trailers', omitted: null } },
+  { name: 'a live stream without TE: omitted', plugin: BOTH, payload: LIVE, expect: { transport: 'none', omitted: 'live-stream' } },
+  { name: 'HEAD of a live stream, even with TE: omitted', plugin: BOTH, request: { method: 'HEAD', ...TE }, payload: LIVE, expect: { transport: 'none', omitted: 'live-stream' } },
+  { name: 'a live stream with a precondition: not evaluated, trailers', plugin: BOTH, request: { reprDigest: `sha-256=:${B64}:`, ...TE }, payload: LIVE, expect: { precondition: null, transport: 'trailers' } },
+  { name: 'HEAD of a live stream with a precondition: kept (declared digests decide)', plugin: BOTH, request: { method: 'HEAD', reprDigest: `sha-256=:${B64}:` }, payload: LIVE, expect: { precondition: ['sha-256'], transport: 'none' } },
+  // The 406 precondition.
+  {
+    name: 'precondition alone: Repr-Digest computed for it, no field unsolicited',
+    request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` },
+    expect: { content: [], repr: [], precondition: ['sha-512'], preconditionAlgorithm: 'sha-256', reprNeeded: ['sha-512', 'sha-256'], shared: null }
+  },
+  { name: 'precondition on HEAD', request: { method: 'HEAD', reprDigest: `sha-256=:${B64}:` }, expect: { precondition: ['sha-256'], head: true } },
+  { name: 'precondition holds a stream back even with TE', plugin: BOTH, request: { reprDigest: `sha-256=:${B64}:`, ...TE }, payload: STREAM, expect: { precondition: ['sha-256'], transport: 'buffer', shared: null } },
+  { name: 'precondition on a POST: none', plugin: BOTH, request: { method: 'POST', reprDigest: `sha-256=:${B64}:` }, expect: { precondition: null } },
+  { name: 'precondition unparseable: ignored', plugin: BOTH, request: { reprDigest: 'sha-256=not a byte sequence' }, expect: { precondition: null, shared: ['sha-256'] } },
+  { name: 'precondition unparseable, nothing else: nothing', request: { reprDigest: '(((' }, expect: null },
+  { name: 'precondition of algorithms not enabled: none', request: { reprDigest: `md5=:${Buffer.alloc(16).toString('base64')}:` }, expect: null },
+  { name: 'precondition with conditional off on the route', route: { conditional: false }, request: { reprDigest: `sha-256=:${B64}:` }, expect: null },
+  { name: 'precondition with conditional off on the plugin', plugin: { conditional: false }, request: { reprDigest: `sha-256=:${B64}:` }, expect: null },
+  { name: 'the 406\'s algorithm without sha-256: the server\'s first', plugin: { algorithms: ['sha-512'] }, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { preconditionAlgorithm: 'sha-512', reprNeeded: ['sha-512'] } },
+  // Strict mode (RFC 9530 §3: the representation includes its content coding).
+  { name: 'strict: the representation is the coded content', plugin: STRICT, expect: { strict: true, identity: false, fileIdentity: [], coded: ['sha-256'], unencoded: [], shared: ['sha-256'], reprOfContent: true } },
+  { name: 'strict HEAD: the representation is not the (absent) content', plugin: STRICT, request: { method: 'HEAD' }, expect: { head: true, reprOfContent: false, contentHashed: ['sha-256'] } },
+  { name: 'strict with a precondition: coded includes its algorithms', plugin: STRICT, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { coded: ['sha-256', 'sha-512'], reprNeeded: ['sha-256', 'sha-512'] } },
+  { name: 'strict, a wanted Repr-Digest: hashed with the content', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { contentHashed: ['sha-256', 'sha-512'] } },
+  { name: 'strict 206: the content is only the part', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, payload: { status: 206 }, expect: { partial: true, contentHashed: ['sha-256'], reprOfContent: false } },
+  { name: 'default mode: the content hashed for Content-Digest only', request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { coded: [], contentHashed: ['sha-256'] } },
+  {
+    name: 'strict with unencodedDigest: Unencoded-Digest of the identity, no shared value',
+    plugin: { ...STRICT, unencodedDigest: true },
+    expect: { strict: true, identity: true, fileIdentity: ['sha-256'], coded: ['sha-256'], unencoded: ['sha-256'], shared: null }
+  },
+  { name: 'unencodedDigest without Repr-Digest: no Unencoded-Digest', plugin: { strict: true, unencodedDigest: true, contentDigest: true }, expect: { repr: [], unencoded: [], shared: null } },
+  { name: 'unencodedDigest with a wanted Repr-Digest', plugin: { strict: true, unencodedDigest: true }, request: { wantReprDigest: 'sha-512=1' }, expect: { repr: ['sha-512'], unencoded: ['sha-512'] } },
+  { name: 'strict live stream without TE: omitted as in the default mode', plugin: STRICT, payload: LIVE, expect: { strict: true, transport: 'none', omitted: 'live-stream' } }
+]
+
+const FACTS: RequestFacts = {
+  method: 'GET',
+  wantContentDigest: undefined,
+  wantReprDigest: undefined,
+  reprDigest: undefined,
+  te: undefined,
+  httpVersion: '1.1'
+}
+
+/** The plan's parts a row names. */
+function project (plan: ResponsePlan, expected: Expected): Expected {
+  const all: Required<Expected> = {
+    content: [...plan.content],
+    repr: [...plan.repr],
+    unencoded: [...plan.unencoded],
+    precondition: plan.precondition === null ? null : [...plan.precondition.keys()],
+    preconditionAlgorithm: plan.preconditionAlgorithm,
+    reprNeeded: [...plan.reprNeeded],
+    shared: plan.shared === null ? null : [...plan.shared],
+    transport: plan.transport,
+    omitted: plan.omitted as 'live-stream' | null,
+    partial: plan.partial,
+    head: plan.head,
+    trailers: plan.trailers,
+    strict: plan.mode.strict,
+    identity: plan.mode.identity,
+    fileIdentity: [...plan.mode.fileIdentity],
+    coded: [...plan.mode.coded],
+    contentHashed: [...plan.contentHashed],
+    reprOfContent: plan.reprOfContent
+  }
+  return Object.fromEntries(Object.keys(expected).map((key) => [key, all[key as keyof Expected]]))
+}
+
+test('the response plan, row by row', async (t) => {
+  for (const row of TABLE) {
+    const global = normalizeOptions(row.plugin)
+    const params = normalizeRouteOptions(global, row.route, 'GET', '/') ?? global
+    const payload: PayloadFacts = { kind: 'bytes', live: false, status: 200, ...row.payload }
+    const plan = planResponse({ ...FACTS, ...row.request }, params, payload)
+    if (row.expect === null) {
+      t.equal(plan, null, row.name)
+    } else if (plan === null) {
+      t.fail(`${row.name}: no plan`)
+    } else {
+      t.same(project(plan, row.expect), row.expect, row.name)
+    }
+  }
+})
+
+test('the usual response\'s fields, worked out once per route', async (t) => {
+  t.equal(unsolicitedOf(normalizeOptions({ strict: true, unencodedDigest: true, ...BOTH })), null, 'Unencoded-Digest: no shortcut')
+  t.equal(unsolicitedOf(normalizeOptions({ contentDigest: 'sha-256', reprDigest: 'sha-512' })), null, 'different sets: no shortcut')
+  const none = unsolicitedOf(normalizeOptions({}))
+  t.same(none && { ...none }, { conditional: true, write: null, content: false, repr: false }, 'nothing unsolicited: only Vary')
+  const both = unsolicitedOf(normalizeRouteOptions(normalizeOptions(BOTH), { conditional: false }, 'GET', '/') as ReturnType<typeof normalizeOptions>)
+  t.equal(both?.conditional, false)
+  t.equal(both?.content, true)
+  t.equal(both?.repr, true)
+  t.equal(both?.write?.('hello'), 'sha-256=:LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=:')
+})
+
+test('union: the first list itself when the second adds nothing (no allocation)', async (t) => {
+  const a: DigestAlgorithm[] = ['sha-256']
+  t.equal(union(a, []), a)
+  t.equal(union(a, ['sha-256']), a)
+  t.same(union(a, ['sha-512', 'sha-256']), ['sha-256', 'sha-512'])
+  t.same(a, ['sha-256'], 'never mutated')
+})
+
+/** The modules `file` imports from the repository, transitively (types/ excepted: ours, and allowed). */
+function importsOf (file: string, seen = new Map<string, string[]>()): Map<string, string[]> {
+  if (seen.has(file)) return seen
+  const specifiers = [...readFileSync(file, 'utf8').matchAll(/^import[^'"]*from '([^']+)'/gm)].map((m) => m[1] as string)
+  seen.set(file, specifiers)
+  for (const s of specifiers) {
+    if (s.startsWith('.') && !s.includes('types/index')) importsOf(join(dirname(file), `${s}.ts`), seen)
+  }
+  return seen
+}
+
+test('the pure modules import no fastify, not even its types, nor a module that does', async (t) => {
+  const root = join(__dirname, '..')
+  for (const pure of ['lib/response/plan.ts', 'lib/response/precondition.ts', 'lib/response/file-cache.ts', 'lib/digest-params.ts']) {
+    for (const [file, specifiers] of importsOf(join(root, pure))) {
+      t.notOk(specifiers.some((s) => s === 'fastify' || s.startsWith('fastify/')), `${pure}: ${relative(root, file)}`)
+    }
+  }
+})
