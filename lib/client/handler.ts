@@ -97,10 +97,12 @@ export class DigestHandler implements Handler {
         return
       }
       // Deferred: undici's fetch misses an error raised in the same tick as
-      // the data of a response read in one go (the body, already given all
-      // its bytes, is destroyed before fetch's reader has pulled them, and
-      // the read resolves as a clean end). A macrotask later, the reader
-      // has taken the data and sees the error.
+      // the end of a response it read in one go. Raised synchronously here
+      // (inside the request's onComplete, undici 7.30.2, lib/core/request.js),
+      // the read of such a body by fetch() never settles: it hangs (20 of
+      // 20 tries, a 5-byte body). A microtask later is enough; a macrotask
+      // (setImmediate) leaves fetch's reader every chance to have pulled the
+      // data first. request() and stream() are indifferent to the delay.
       setImmediate(() => this.#handler.onResponseError?.(controller, err))
     })
   }
