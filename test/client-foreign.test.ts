@@ -237,7 +237,7 @@ test('HTTP/2 trailers (h2c, node:http2): read back despite undici dropping them'
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
   // h2c through undici 7.30.2: H2CClient (an Agent's Pool builds its
-  // connector without `useH2c`, so `new Agent({ allowH2: true, useH2c: true })`
+  // connector without `useH2c`, lib/dispatcher/pool.js:55-58, so `new Agent({ allowH2: true, useH2c: true })`
   // still speaks HTTP/1.1 to a cleartext origin).
   const agent = new H2CClient(base)
   t.teardown(() => agent.close())

@@ -6,6 +6,7 @@
 // HTTP/2 (h2c), the 406 rule and problem details.
 import { test } from 'tap'
 import { Readable } from 'node:stream'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -171,6 +172,32 @@ test('HTTP/2 (h2c): headers and trailers, coded or not', async (t) => {
       const streamed = await call(kind, dispatcher, `${base}/stream`, { headers: { te: 'trailers', 'accept-encoding': coding } })
       t.equal(streamed.error, null, `${kind} ${coding} stream: ${String(streamed.error?.message)}`)
       t.match(streamed.trailers['content-digest'], /^sha-256=/, 'trailers read back from the HTTP/2 stream')
+    }
+  }
+})
+
+test('HTTP/2 over TLS: new Agent({ allowH2: true }) against fastify({ http2: true, https })', async (t) => {
+  // A throwaway self-signed certificate for 127.0.0.1 (test/fixtures), trusted by this client only.
+  const key = readFileSync(join(__dirname, 'fixtures', 'client-h2-key.pem'))
+  const cert = readFileSync(join(__dirname, 'fixtures', 'client-h2-cert.pem'))
+  const app = Fastify({ http2: true, https: { key, cert } } as unknown as FastifyServerOptions)
+  t.teardown(() => app.close())
+  await app.register(compress, { threshold: 0 })
+  await app.register(digestFields, { contentDigest: true, reprDigest: true })
+  app.get('/items', async () => ITEMS)
+  app.get('/stream', async (_request, reply) => reply.type('text/plain').send(Readable.from(CHUNKS)))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `https://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const dispatcher = digestAgent(t, { verify: 'required' }, { allowH2: true, connect: { ca: cert } })
+  for (const kind of KINDS) {
+    for (const coding of CODINGS) {
+      const out = await call(kind, dispatcher, `${base}/items`, { headers: { 'accept-encoding': coding } })
+      t.equal(out.error, null, `${kind} ${coding}: ${String(out.error?.message)}`)
+      t.same(kind === 'fetch' || coding === 'identity' ? JSON.parse(out.body.toString()) : ITEMS, ITEMS)
+      if (kind === 'fetch') continue
+      const streamed = await call(kind, dispatcher, `${base}/stream`, { headers: { te: 'trailers', 'accept-encoding': coding } })
+      t.equal(streamed.error, null, `${kind} ${coding} stream: ${String(streamed.error?.message)}`)
+      t.match(streamed.trailers['repr-digest'], /^sha-256=/, 'trailers read back from the HTTP/2 stream')
     }
   }
 })

@@ -16,12 +16,13 @@ type Handler = Dispatcher.DispatchHandler
 /**
  * HTTP/2 trailers. undici 7's HTTP/2 client passes node:http2's trailers
  * object (not the flat [name, value, …] list of HTTP/1.1) to the request's
- * onComplete (undici 7.30.2, lib/dispatcher/client-h2.js, the stream's
- * 'trailers' listener); the adapter to the new handler API parses it as such
- * a list (lib/handler/unwrap-handler.js, onComplete, then parseHeaders in
- * lib/core/util.js), which yields `{}`: the trailers are lost. The adapter
- * keeps what it was given as `controller.rawTrailers`, so they are read back
- * from there when that is an object and not a list.
+ * onComplete (undici 7.30.2, lib/dispatcher/client-h2.js:830-836, the
+ * stream's 'trailers' listener); the adapter to the new handler API parses
+ * it as such a list (lib/handler/unwrap-handler.js:94-97, onComplete, then
+ * parseHeaders in lib/core/util.js:436, which loops over `.length`), which
+ * yields `{}`: the trailers are lost. The adapter keeps what it was given as
+ * `controller.rawTrailers`, so they are read back from there when that is an
+ * object and not a list (and passed on to the handler above too).
  */
 function trailersOf (controller: Controller, trailers: ResponseHeaders): ResponseHeaders {
   const raw = controller.rawTrailers
@@ -98,7 +99,7 @@ export class DigestHandler implements Handler {
       }
       // Deferred: undici's fetch misses an error raised in the same tick as
       // the end of a response it read in one go. Raised synchronously here
-      // (inside the request's onComplete, undici 7.30.2, lib/core/request.js),
+      // (inside the request's onComplete, undici 7.30.2, lib/core/request.js:333),
       // the read of such a body by fetch() never settles: it hangs (20 of
       // 20 tries, a 5-byte body). A microtask later is enough; a macrotask
       // (setImmediate) leaves fetch's reader every chance to have pulled the

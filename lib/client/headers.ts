@@ -1,6 +1,7 @@
 // Request headers as undici's dispatch options carry them: a flat array
 // [name, value, …], an iterable of [name, value] pairs, or an object
-// (undici 7, lib/core/request.js, the Request constructor's header loop).
+// (undici 7.30.2, lib/core/request.js:196-218, the Request constructor's
+// header loop).
 // Read case-insensitively, and rewritten as a flat array with fields added.
 
 export type HeaderValue = string | string[] | number | undefined | null

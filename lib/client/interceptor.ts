@@ -1,6 +1,6 @@
 // digestInterceptor(): an undici 7 interceptor for dispatcher.compose()
 // (undici 7's interceptor API, `(dispatch) => (opts, handler) => boolean`;
-// lib/dispatcher/dispatcher.js, compose(), wraps each interceptor's handler
+// lib/dispatcher/dispatcher.js:20-44, compose(), wraps each interceptor's handler
 // into the new handler API). Per request it adds the Want-*-Digest fields
 // asked for in the options and a Content-Digest for content known up front,
 // and checks the response with a DigestHandler.
