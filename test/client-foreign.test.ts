@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createServer as createH2Server, type ServerHttp2Stream } from 'node:http2'
 import { once } from 'node:events'
 import { gzipSync } from 'node:zlib'
+import { randomBytes } from 'node:crypto'
 import { H2CClient } from 'undici'
 import { digestInterceptor } from '../lib/client/index'
 import { sf } from './helpers'
@@ -17,6 +18,10 @@ import { KINDS, assertFailure, call, digestAgent } from './client-helpers'
 const BODY = 'hello, digest'
 const OTHER = 'something else'
 const GZ = gzipSync(BODY)
+// Incompressible: the gzip bytes are as many as the decoded ones, so the side
+// decoder's input queue fills and the response is held for it.
+const RANDOM = randomBytes(4 * 1024 * 1024)
+const RANDOM_GZ = gzipSync(RANDOM)
 const ZERO = 'sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:'
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void
@@ -61,6 +66,7 @@ const ROUTES: Record<string, Route> = {
   '/trailer-gzip': withTrailers({ 'Repr-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
   '/gzip-decoded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(BODY) }, GZ),
   '/gzip-coded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(GZ) }, GZ),
+  '/gzip-large': send({ 'content-encoding': 'gzip', 'repr-digest': sf(RANDOM) }, RANDOM_GZ),
   '/gzip-wrong': send({ 'content-encoding': 'gzip', 'repr-digest': sf(OTHER) }, GZ),
   '/gzip-broken': send({ 'content-encoding': 'gzip', 'repr-digest': sf(OTHER) }, 'not gzip at all'),
   '/gzip-broken-coded': send({ 'content-encoding': 'gzip', 'repr-digest': sf('not gzip at all') }, 'not gzip at all'),
@@ -122,6 +128,9 @@ test('right values end cleanly, wrong ones fail the body (request, fetch, stream
     assertFailure(t, await call(kind, dispatcher, `${base}/wrong-repr`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
     assertFailure(t, await call(kind, dispatcher, `${base}/invalid-length`), 'FST_DIGEST_RESPONSE_INVALID_VALUE', 'Content-Digest', 'sha-256')
     assertFailure(t, await call(kind, dispatcher, `${base}/malformed`), 'FST_DIGEST_RESPONSE_INVALID_FIELD', 'Content-Digest', null)
+    const large = await call(kind, dispatcher, `${base}/gzip-large`, { headers: { 'accept-encoding': 'gzip' } })
+    t.equal(large.error, null, `${kind} /gzip-large: ${String(large.error?.message)}`)
+    t.equal(large.body.length, kind === 'fetch' ? RANDOM.length : RANDOM_GZ.length)
     assertFailure(t, await call(kind, dispatcher, `${base}/gzip-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
     // fetch decodes gzip itself, and fails on a broken body first.
     if (kind !== 'fetch') assertFailure(t, await call(kind, dispatcher, `${base}/gzip-broken`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')

@@ -8,6 +8,7 @@
 import type { Dispatcher } from 'undici'
 import type { DigestClientError } from '../../types/client'
 import type { ClientParams } from './options'
+import { SharedController } from './flow'
 import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './response-check'
 
 type Controller = Dispatcher.DispatchController & { rawTrailers?: unknown }
@@ -41,6 +42,8 @@ export class DigestHandler implements Handler {
   #check: ResponseCheck | null = null
   /** The head already failed: the rest of the exchange is not passed on. */
   #failed = false
+  /** The controller the handler above gets while a side decoder runs. */
+  #shared: SharedController | null = null
 
   constructor (handler: Handler, params: ClientParams, request: RequestFacts) {
     this.#handler = handler
@@ -75,26 +78,38 @@ export class DigestHandler implements Handler {
         return
       }
     }
-    this.#handler.onResponseStart?.(controller, statusCode, headers as never, statusMessage)
+    let above: Controller = controller
+    if (check.decodes) {
+      const shared = new SharedController(controller)
+      check.onRelease(() => shared.release())
+      this.#shared = shared
+      above = shared as unknown as Controller
+    }
+    this.#handler.onResponseStart?.(above, statusCode, headers as never, statusMessage)
   }
 
   onResponseData (controller: Controller, chunk: Buffer): void {
     if (this.#failed) return
-    this.#check?.update(chunk)
-    this.#handler.onResponseData?.(controller, chunk)
+    if (this.#check?.update(chunk) === false) (this.#shared as SharedController).hold()
+    this.#handler.onResponseData?.(this.#above(controller), chunk)
+  }
+
+  #above (controller: Controller): Controller {
+    return (this.#shared as unknown as Controller | null) ?? controller
   }
 
   onResponseEnd (controller: Controller, trailers: ResponseHeaders): void {
     if (this.#failed) return
     const check = this.#check
     const received = trailersOf(controller, trailers)
+    const above = this.#above(controller)
     if (check === null) {
-      this.#handler.onResponseEnd?.(controller, received as never)
+      this.#handler.onResponseEnd?.(above, received as never)
       return
     }
     check.finish(received, (err: DigestClientError | null) => {
       if (err === null) {
-        this.#handler.onResponseEnd?.(controller, received as never)
+        this.#handler.onResponseEnd?.(above, received as never)
         return
       }
       // Deferred: undici's fetch misses an error raised in the same tick as
@@ -104,13 +119,13 @@ export class DigestHandler implements Handler {
       // 20 tries, a 5-byte body). A microtask later is enough; a macrotask
       // (setImmediate) leaves fetch's reader every chance to have pulled the
       // data first. request() and stream() are indifferent to the delay.
-      setImmediate(() => this.#handler.onResponseError?.(controller, err))
+      setImmediate(() => this.#handler.onResponseError?.(above, err))
     })
   }
 
   onResponseError (controller: Controller, err: Error): void {
     this.#check?.destroy()
     if (this.#failed) return
-    this.#handler.onResponseError?.(controller, err)
+    this.#handler.onResponseError?.(this.#above(controller), err)
   }
 }

@@ -114,15 +114,26 @@ export class ResponseCheck {
     if (mayBeProblem(statusCode, responseField(headers, 'content-type'))) this.#problem = []
   }
 
-  /** Feed a chunk of the content as received. */
-  update (chunk: Uint8Array): void {
+  /** A side decoder runs: the response may have to be held for it (SharedController). */
+  get decodes (): boolean {
+    return this.#decoder !== null
+  }
+
+  /** See SideDecoder.onRelease. */
+  onRelease (release: () => void): void {
+    this.#decoder?.onRelease(release)
+  }
+
+  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response. */
+  update (chunk: Uint8Array): boolean {
     this.#hasher?.update(chunk)
-    this.#decoder?.write(chunk)
+    const more = this.#decoder?.write(chunk) ?? true
     if (this.#problem !== null) {
       this.#problemBytes += chunk.byteLength
       if (this.#problemBytes > MAX_PROBLEM_SIZE) this.#problem = null
       else this.#problem.push(Buffer.from(chunk))
     }
+    return more
   }
 
   /** Stop everything (the response failed or was aborted). */

@@ -22,6 +22,7 @@ export class SideDecoder {
   readonly #hasher: MultiDigester
   readonly #limit: number
   #done: (() => void) | null = null
+  #release: () => void = () => {}
   #settled = false
   /** The decoded digests, once the decoder ended within the limit; else null. */
   digests: DigestResults | null = null
@@ -37,6 +38,7 @@ export class SideDecoder {
       }
       this.#hasher.update(chunk)
     })
+    decoder.on('drain', () => this.#release())
     decoder.once('end', () => this.#settle(true))
     decoder.once('error', () => this.#settle(false))
   }
@@ -46,11 +48,18 @@ export class SideDecoder {
     this.#settled = true
     if (ok) this.digests = this.#hasher.digest()
     else this.#decoder.destroy()
+    this.#release()
     this.#done?.()
   }
 
-  write (chunk: Uint8Array): void {
-    if (!this.#settled) this.#decoder.write(chunk)
+  /** False when the decoder's input queue is full: hold the response until `onRelease`. */
+  write (chunk: Uint8Array): boolean {
+    return this.#settled || this.#decoder.write(chunk)
+  }
+
+  /** Called when the decoder can take more again, or has stopped. */
+  onRelease (release: () => void): void {
+    this.#release = release
   }
 
   /** Calls `done` once the decoded reading is known (available or not). */
@@ -64,6 +73,7 @@ export class SideDecoder {
   destroy (): void {
     this.#settled = true
     this.#decoder.destroy()
+    this.#release()
   }
 }
 
