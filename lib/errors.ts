@@ -62,3 +62,26 @@ export const errors = {
   FST_DIGEST_UNREAD_TOO_LARGE,
   FST_DIGEST_INCOMPLETE
 } as const satisfies Record<DigestErrorCode, unknown>
+
+// The client's (fastify-digest-fields/client, collected in
+// lib/client/errors.ts): a response that failed its check. Each carries
+// `field` and `algorithm` too (lib/client/failure.ts), named in the message;
+// 502, as a gateway would say of a bad upstream answer.
+
+export const FST_DIGEST_RESPONSE_MISMATCH = createError(
+  'FST_DIGEST_RESPONSE_MISMATCH', 'The response %s field does not match the content for %s', 502)
+
+export const FST_DIGEST_RESPONSE_INVALID_VALUE = createError(
+  'FST_DIGEST_RESPONSE_INVALID_VALUE', 'The response %s field carries a %s value that the algorithm cannot produce', 502)
+
+export const FST_DIGEST_RESPONSE_INVALID_FIELD = createError(
+  'FST_DIGEST_RESPONSE_INVALID_FIELD', 'Malformed response %s field (algorithm %s): %s', 502)
+
+export const FST_DIGEST_RESPONSE_MISSING = createError(
+  'FST_DIGEST_RESPONSE_MISSING', 'The response carries no usable %s (algorithm %s): verify is \'required\'', 502)
+
+export const FST_DIGEST_REQUEST_REJECTED = createError(
+  'FST_DIGEST_REQUEST_REJECTED', 'The server refused the request\'s %s field (algorithm %s): %s', 502)
+
+export const FST_DIGEST_NOT_ACCEPTABLE = createError(
+  'FST_DIGEST_NOT_ACCEPTABLE', 'The server answered 406 to the request\'s %s field (algorithm %s): the representation differs', 502)

@@ -163,6 +163,12 @@ test('quick-start.mjs, and fetch-verify.mjs against it', async (t) => {
   t.match(out, /^Repr-Digest verified: \d+ bytes, content-encoding (gzip|br|deflate)\n$/, 'fetch decoded a compressed body and checked its Repr-Digest')
 })
 
+test('undici-client.mjs against quick-start.mjs: a checked download through request and fetch', async (t) => {
+  const port = await startExample(t, 'quick-start.mjs')
+  const out = await runClient('undici-client.mjs', [`http://127.0.0.1:${port}/items`])
+  t.match(out, /^verified: \d+ gzip bytes \(gzip\), 200 items\n$/)
+})
+
 test('routes.mjs: per-route options, a live stream, a declared digest', async (t) => {
   const port = await startExample(t, 'routes.mjs')
 

@@ -52,3 +52,17 @@ test('ESM: default and named imports resolve to the same plugin', async (t) => {
   t.same(result, { same: true, digest: 'function', code: 'function', field: result.field })
   t.match(result.field, /^sha-512=:/)
 })
+
+test('fastify-digest-fields/client: require() and ESM named imports, through the package exports', async (t) => {
+  const client = require('fastify-digest-fields/client')
+  t.equal(typeof client.digestInterceptor, 'function')
+  t.equal(typeof client.digestHeaders, 'function')
+  t.equal(client.clientErrors.FST_DIGEST_RESPONSE_MISMATCH.name, 'FastifyError')
+  t.equal(require.resolve('fastify-digest-fields/client'), join(root, 'dist', 'client', 'index.js'))
+  const script = `
+    import { digestInterceptor, digestHeaders, clientErrors } from 'fastify-digest-fields/client'
+    console.log(JSON.stringify([typeof digestInterceptor, digestHeaders('').constructor.name, Object.keys(clientErrors).length]))
+  `
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })
+  t.same(JSON.parse(out), ['function', 'Object', 6])
+})

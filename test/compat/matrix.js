@@ -19,7 +19,8 @@ const packages = {
   fastify: { current: '^5.12.8', aliases: {} },
   '@fastify/compress': { current: '9.x', aliases: { 8: 'compress8' } },
   '@fastify/static': { current: '10.x', aliases: { 9: 'static9', 8: 'static8' } },
-  '@fastify/multipart': { current: '10.x', aliases: { 9: 'multipart9' } }
+  '@fastify/multipart': { current: '10.x', aliases: { 9: 'multipart9' } },
+  undici: { current: '7.x', aliases: {} }
 }
 
 /** The integration test files: the ones that run the other packages for real. */
@@ -36,6 +37,9 @@ const integration = [
   'test/hardening-limits.test.ts',
   'test/request-readers.test.ts',
   'test/request-aborts.test.ts',
+  'test/client-plugin.test.ts',
+  'test/client-foreign.test.ts',
+  'test/client-request-body.test.ts',
   'test/examples.test.ts'
 ]
 
@@ -56,6 +60,7 @@ const notes = [
   '@fastify/compress 8 also gzips 206 responses: `Content-Digest` is of the bytes sent, and strict mode omits `Repr-Digest` there.',
   '@fastify/static 8 and 9 pass `setHeaders` the raw response, 10 the reply: `staticHeaders` takes either.',
   '@fastify/multipart 9 fails a read with `ERR_STREAM_PREMATURE_CLOSE` instead of the plugin\'s error: the reply is still the 400 problem, but a handler that rethrows it is logged as a 500.',
+  'undici 7.x is the client\'s (`fastify-digest-fields/client`, an optional peer): Node.js >= 20.18.1 (undici 8 needs Node.js 22). It drops HTTP/2 response trailers; the client reads them back.',
   'On Node.js 20, npm warns EBADENGINE for cookie 2 (fastify\'s light-my-request) and content-disposition 3 (@fastify/static 10), which declare Node.js >= 22; the tests pass.'
 ]
 

@@ -6,7 +6,10 @@ const assert = require('node:assert/strict')
 const Fastify = require('fastify')
 const compress = require('@fastify/compress')
 const digestFields = require('fastify-digest-fields')
+const undici = require('undici')
+const client = require('fastify-digest-fields/client')
 const { exercise } = require('./exercise.cjs')
+const { exerciseClient } = require('./client.cjs')
 
 assert.equal(typeof digestFields, 'function', 'require() gives the plugin')
 assert.equal(digestFields.default, digestFields, '.default')
@@ -14,7 +17,9 @@ assert.equal(digestFields.fastifyDigestFields, digestFields, '.fastifyDigestFiel
 assert.equal(typeof digestFields.computeDigest, 'function', '.computeDigest')
 assert.equal(require('fastify-digest-fields/package.json').name, 'fastify-digest-fields')
 
-exercise({ Fastify, compress, digestFields }).then((result) => {
+assert.equal(typeof client.digestInterceptor, 'function', 'fastify-digest-fields/client: .digestInterceptor')
+
+exerciseClient({ Fastify, digestFields, undici, client }).then(() => exercise({ Fastify, compress, digestFields })).then((result) => {
   console.log(JSON.stringify(result))
 }, (err) => {
   console.error(err)

@@ -19,3 +19,11 @@ export async function build () {
   computeDigest('sha-1', '')
   return { app, digest, code }
 }
+
+import client = require('fastify-digest-fields/client')
+import { digestInterceptor } from 'fastify-digest-fields/client'
+
+export const interceptor = digestInterceptor({ strict: true })
+export const headers = client.digestHeaders('body')
+// @ts-expect-error: unknown algorithm
+client.digestHeaders('body', 'sha-1')

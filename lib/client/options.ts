@@ -1,0 +1,119 @@
+// The interceptor's options, validated once when digestInterceptor() is
+// called: the plugin's names and defaults where they mean the same
+// (algorithms, verify, strict), plus `want` and `maxDecodedSize`. Unknown
+// keys are refused with the nearest option named, as lib/options.ts does for
+// the plugin. Pure: no fastify, no undici.
+import type { DigestAlgorithm, DigestInterceptorOptions, WantOption } from '../../types/client'
+import { ALGORITHMS } from '../algorithms'
+import { FST_DIGEST_INVALID_OPTION } from '../errors'
+import { serializeWantField } from '../fields'
+import { nearestKey } from '../nearest-key'
+
+export interface ClientParams {
+  readonly algorithms: readonly DigestAlgorithm[]
+  readonly verify: 'if-present' | 'required'
+  readonly strict: boolean
+  /** Want-Content-Digest / Want-Repr-Digest values to send, or null. */
+  readonly wantContent: string | null
+  readonly wantRepr: string | null
+  readonly maxDecodedSize: number
+}
+
+const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
+export const defaultMaxDecodedSize = 64 * 1024 * 1024
+
+const optionKeys: Readonly<Record<keyof DigestInterceptorOptions, true>> = {
+  algorithms: true,
+  verify: true,
+  strict: true,
+  want: true,
+  maxDecodedSize: true
+}
+const keys = Object.keys(optionKeys)
+
+function fail (name: string, reason: string): Error {
+  return new FST_DIGEST_INVALID_OPTION(name, reason)
+}
+
+function describe (value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (Array.isArray(value)) return 'an array'
+  return value === null ? 'null' : typeof value
+}
+
+function checkAlgorithms (value: unknown): readonly DigestAlgorithm[] {
+  if (value === undefined) return defaultAlgorithms
+  if (!Array.isArray(value) || value.length === 0) {
+    throw fail('algorithms', `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+  }
+  const seen = new Set<DigestAlgorithm>()
+  for (const key of value) {
+    if (!ALGORITHMS.has(key)) {
+      throw fail('algorithms', `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
+    }
+    if (seen.has(key)) throw fail('algorithms', `${describe(key)} is listed twice`)
+    seen.add(key)
+  }
+  return Object.freeze([...seen])
+}
+
+/** An algorithm or a list of them, among the accepted ones, as a Want-* value (weights 10, 9, …). */
+function wantValue (value: unknown, name: string, enabled: readonly DigestAlgorithm[]): string | null {
+  if (value === undefined) return null
+  const list: unknown[] = Array.isArray(value) ? value : [value]
+  if (list.length === 0 || list.length > 10) throw fail(name, `expected 1 to 10 algorithms, got ${list.length}`)
+  const weights: Array<[string, number]> = []
+  for (const key of list) {
+    if (typeof key !== 'string' || !enabled.includes(key as DigestAlgorithm)) {
+      throw fail(name, `expected algorithms among the accepted ones (${enabled.join(', ')}), got ${describe(key)}`)
+    }
+    if (weights.some(([k]) => k === key)) throw fail(name, `${describe(key)} is listed twice`)
+    // RFC 9530 §4: weights 1..10 say preference, 0 "not acceptable".
+    weights.push([key, 10 - weights.length])
+  }
+  return serializeWantField(weights)
+}
+
+function checkWant (value: WantOption | undefined, enabled: readonly DigestAlgorithm[]): [string | null, string | null] {
+  if (value === undefined) return [null, null]
+  if (typeof value === 'string' || Array.isArray(value)) {
+    const field = wantValue(value, 'want', enabled)
+    return [field, field]
+  }
+  if (value === null || typeof value !== 'object') {
+    throw fail('want', `expected an algorithm, a list of them or { content, repr }, got ${describe(value)}`)
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'content' && key !== 'repr') throw fail(`want.${key}`, 'unknown key (want keys: content, repr)')
+  }
+  const { content, repr } = value as { content?: unknown, repr?: unknown }
+  return [wantValue(content, 'want.content', enabled), wantValue(repr, 'want.repr', enabled)]
+}
+
+/** Validate and freeze the options; throws FST_DIGEST_INVALID_OPTION naming the option. */
+export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): ClientParams {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) {
+    throw fail('options', `expected an object, got ${describe(opts)}`)
+  }
+  for (const key of Object.keys(opts)) {
+    if (!Object.hasOwn(optionKeys, key)) {
+      const nearest = nearestKey(key, keys)
+      throw fail(key, nearest === undefined
+        ? `unknown option (options: ${keys.join(', ')})`
+        : `unknown option; did you mean ${JSON.stringify(nearest)}?`)
+    }
+  }
+  const algorithms = checkAlgorithms(opts.algorithms)
+  const verify = opts.verify ?? 'if-present'
+  if (verify !== 'if-present' && verify !== 'required') {
+    throw fail('verify', `expected 'if-present' or 'required', got ${describe(verify)}`)
+  }
+  const strict = opts.strict ?? false
+  if (typeof strict !== 'boolean') throw fail('strict', `expected a boolean, got ${describe(strict)}`)
+  const maxDecodedSize = opts.maxDecodedSize ?? defaultMaxDecodedSize
+  if (typeof maxDecodedSize !== 'number' || !Number.isSafeInteger(maxDecodedSize) || maxDecodedSize < 0) {
+    throw fail('maxDecodedSize', `expected a non-negative integer number of bytes, got ${describe(maxDecodedSize)}`)
+  }
+  const [wantContent, wantRepr] = checkWant(opts.want, algorithms)
+  return Object.freeze({ algorithms, verify, strict, wantContent, wantRepr, maxDecodedSize })
+}

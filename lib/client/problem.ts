@@ -1,0 +1,66 @@
+// A response that says the server refused the request's digest: RFC 9457
+// problem details with a draft-ietf-httpapi-digest-fields-problem-types type
+// (the plugin's, lib/request/problem.ts), or the plugin's own FST_DIGEST_*
+// `code` (its about:blank problems: a missing digest, an undecodable coding).
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
+import type { DigestClientError } from '../../types/client'
+import { rejected } from './failure'
+
+const DIGEST_TYPE = 'https://iana.org/assignments/http-problem-types#digest-'
+/** Problem bodies are small; a larger one is not read as one. */
+export const MAX_PROBLEM_SIZE = 64 * 1024
+
+/** Whether a response may be a digest problem, from its status and Content-Type. */
+export function mayBeProblem (statusCode: number, contentType: string | undefined): boolean {
+  return statusCode >= 400 && contentType !== undefined && contentType.trim().toLowerCase().startsWith('application/problem+json')
+}
+
+const DECODE: Readonly<Record<string, (data: Buffer, options: { maxOutputLength: number }) => Buffer>> = {
+  gzip: gunzipSync,
+  'x-gzip': gunzipSync,
+  deflate: inflateSync,
+  br: brotliDecompressSync
+}
+
+/** The problem's JSON text, decoded when it came coded (fetch asks for gzip, deflate and br). */
+function problemText (body: Buffer, contentEncoding: string | undefined): string {
+  const coding = (contentEncoding ?? '').trim().toLowerCase()
+  if (coding === '' || coding === 'identity') return body.toString('utf8')
+  const decode = Object.hasOwn(DECODE, coding) ? DECODE[coding] : undefined
+  if (decode === undefined) return ''
+  return decode(body, { maxOutputLength: MAX_PROBLEM_SIZE }).toString('utf8')
+}
+
+interface Member { header?: unknown, algorithm?: unknown }
+
+function firstMember (problem: Record<string, unknown>): Member | undefined {
+  for (const key of ['mismatched_digests', 'invalid_digests', 'unsupported_algorithms']) {
+    const list = problem[key]
+    if (Array.isArray(list) && list.length > 0 && list[0] !== null && typeof list[0] === 'object') return list[0] as Member
+  }
+  return undefined
+}
+
+/**
+ * The error for a digest problem body, or null when the body is not one.
+ * `requestField` names the field when the problem's members do not (the
+ * request's own digest field, else Content-Digest).
+ */
+export function problemError (body: Buffer, contentEncoding: string | undefined, requestField: string): DigestClientError | null {
+  let problem: unknown
+  try {
+    problem = JSON.parse(problemText(body, contentEncoding))
+  } catch {
+    return null
+  }
+  if (problem === null || typeof problem !== 'object') return null
+  const { type, code, detail, title } = problem as Record<string, unknown>
+  const isDigest = (typeof type === 'string' && type.startsWith(DIGEST_TYPE)) ||
+    (typeof code === 'string' && code.startsWith('FST_DIGEST_'))
+  if (!isDigest) return null
+  const member = firstMember(problem as Record<string, unknown>)
+  const field = typeof member?.header === 'string' ? member.header : requestField
+  const algorithm = typeof member?.algorithm === 'string' ? member.algorithm : null
+  const text = typeof detail === 'string' ? detail : typeof title === 'string' ? title : String(type ?? code)
+  return rejected(field, algorithm, text)
+}

@@ -1,0 +1,199 @@
+// One response's check: which digests to compute from its head, the hashing
+// as the body streams, and the verdict at its end (trailers included).
+//
+// * Content-Digest is over the content as received (RFC 9530 §2): the bytes
+//   undici hands over, before any decoding (undici's request and stream do
+//   not decode; fetch decodes after the dispatcher).
+// * Repr-Digest is over the selected representation (RFC 9530 §3). Without a
+//   Content-Encoding that is the same bytes. With one, RFC 9530 §3 and
+//   Appendix A count the coding as part of the representation (the coded
+//   bytes: the only reading in strict mode); the plugin's default mode digests
+//   the representation before coding, so by default either reading matches.
+// * HEAD has no content: Content-Digest is checked over no bytes, and
+//   Repr-Digest (that of what a GET would send, RFC 9530 §3.1) is not checked;
+//   neither is a 206's Repr-Digest (the whole representation, not this part),
+//   a 406's (the plugin's 406 rule sends the current representation's, not
+//   that of the 406 content), nor anything on a 304 (RFC 9110 §15.4.5).
+// * HEAD, 204 and 304 responses have no content: they are checked at once,
+//   from their head (`empty`), so that a failure rejects the request itself
+//   (a fetch() of a HEAD has no body that could fail instead).
+// * A field in trailers (RFC 9530 §2, §3: both may be trailer fields) is
+//   checked when it could be foreseen: the response's Trailer field names it,
+//   or the request sent `TE: trailers`. Its algorithms are not known before
+//   the end, so every accepted algorithm is hashed then.
+import type { DigestAlgorithm, DigestClientError } from '../../types/client'
+import type { DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
+import { MultiDigester, type DigestResults } from '../digest-stream'
+import { parseDigestField } from '../fields'
+import { usableAlgorithms, verifyDigests } from '../verification'
+import { invalidField, invalidValue, mismatch, missing, notAcceptable } from './failure'
+import { MAX_PROBLEM_SIZE, mayBeProblem, problemError } from './problem'
+import { responseField } from './headers'
+import type { ClientParams } from './options'
+import { sideDecoder, type SideDecoder } from './side-decoder'
+
+export type ResponseHeaders = Record<string, string | string[] | undefined>
+
+/** What the request said that matters to its response's check. */
+export interface RequestFacts {
+  readonly method: string
+  /** The request sent `TE: trailers`. */
+  readonly trailers: boolean
+  /** The request's digest field a 406 or a problem is about, and its first algorithm. */
+  readonly digestField: string | null
+  readonly digestAlgorithm: string | null
+}
+
+interface Received { field: DigestFieldName, digests: DigestMap }
+
+const NO_CONTENT = new Set([204, 304])
+const NO_REPR = new Set([206, 304, 406])
+
+function parse (value: string | undefined, field: DigestFieldName, errors: DigestClientError[]): DigestMap | null {
+  try {
+    return parseDigestField(value, field)
+  } catch (err) {
+    errors.push(invalidField(field, (err as Error).message))
+    return null
+  }
+}
+
+/** The failure a field's verification shows, if any: an invalid value first, then a mismatch. */
+function failureOf (verification: FieldVerification): DigestClientError | null {
+  const bad = verification.results.find((r) => r.outcome === 'invalid-length') ??
+    verification.results.find((r) => r.outcome === 'mismatched')
+  if (bad === undefined) return null
+  return bad.outcome === 'invalid-length'
+    ? invalidValue(verification.field, bad.algorithm)
+    : mismatch(verification.field, bad.algorithm)
+}
+
+export class ResponseCheck {
+  readonly #params: ClientParams
+  readonly #request: RequestFacts
+  readonly #status: number
+  readonly #received: Received[] = []
+  readonly #errors: DigestClientError[] = []
+  readonly #checkRepr: boolean
+  readonly #coded: boolean
+  readonly #trailerFields: boolean
+  /** No content can follow (HEAD, 204, 304): the verdict can be given from the head. */
+  readonly empty: boolean
+  #hasher: MultiDigester | null = null
+  #decoder: SideDecoder | null = null
+  #problem: Buffer[] | null = null
+  readonly #coding: string | undefined
+  #problemBytes = 0
+
+  constructor (params: ClientParams, request: RequestFacts, statusCode: number, headers: ResponseHeaders) {
+    this.#params = params
+    this.#request = request
+    this.#status = statusCode
+    this.empty = request.method === 'HEAD' || NO_CONTENT.has(statusCode)
+    this.#checkRepr = request.method !== 'HEAD' && !NO_REPR.has(statusCode)
+    const coding = responseField(headers, 'content-encoding')?.trim()
+    this.#coding = coding
+    this.#coded = coding !== undefined && coding !== '' && coding.toLowerCase() !== 'identity'
+    const announced = (responseField(headers, 'trailer') ?? '').toLowerCase()
+    const content = parse(responseField(headers, 'content-digest'), 'Content-Digest', this.#errors)
+    const repr = this.#checkRepr ? parse(responseField(headers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
+    if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
+    if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
+    this.#trailerFields = !this.empty &&
+      (request.trailers || announced.includes('content-digest') || announced.includes('repr-digest'))
+    const algorithms = this.#trailerFields
+      ? params.algorithms
+      : params.algorithms.filter((a) => this.#received.some((r) => r.digests.has(a)))
+    if (algorithms.length > 0 && statusCode !== 304) {
+      this.#hasher = new MultiDigester(algorithms)
+      const wantsDecoded = this.#trailerFields ? this.#checkRepr : repr !== null
+      if (this.#coded && !params.strict && wantsDecoded && !this.empty) {
+        this.#decoder = sideDecoder(coding as string, usableOrAll(this.#trailerFields ? null : repr, algorithms), params.maxDecodedSize)
+      }
+    }
+    if (mayBeProblem(statusCode, responseField(headers, 'content-type'))) this.#problem = []
+  }
+
+  /** A side decoder runs: the response may have to be held for it (SharedController). */
+  get decodes (): boolean {
+    return this.#decoder !== null
+  }
+
+  /** See SideDecoder.onRelease. */
+  onRelease (release: () => void): void {
+    this.#decoder?.onRelease(release)
+  }
+
+  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response. */
+  update (chunk: Uint8Array): boolean {
+    this.#hasher?.update(chunk)
+    const more = this.#decoder?.write(chunk) ?? true
+    if (this.#problem !== null) {
+      this.#problemBytes += chunk.byteLength
+      if (this.#problemBytes > MAX_PROBLEM_SIZE) this.#problem = null
+      else this.#problem.push(Buffer.from(chunk))
+    }
+    return more
+  }
+
+  /** Stop everything (the response failed or was aborted). */
+  destroy (): void {
+    this.#decoder?.destroy()
+  }
+
+  /**
+   * The verdict, given the trailers: calls `done` with the error that must
+   * replace the clean end, or null. Synchronous unless a side decoder has to
+   * finish first.
+   */
+  finish (trailers: ResponseHeaders, done: (err: DigestClientError | null) => void): void {
+    if (this.#trailerFields) {
+      const content = parse(responseField(trailers, 'content-digest'), 'Content-Digest', this.#errors)
+      const repr = this.#checkRepr ? parse(responseField(trailers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
+      if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
+      if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
+    }
+    const coded = this.#hasher?.digest() ?? null
+    if (this.#decoder === null) {
+      done(this.#verdict(coded, null))
+      return
+    }
+    const decoder = this.#decoder
+    decoder.end(() => done(this.#verdict(coded, decoder.digests)))
+  }
+
+  #verdict (coded: DigestResults | null, decoded: DigestResults | null): DigestClientError | null {
+    const enabled = this.#params.algorithms
+    let verified = false
+    let failure: DigestClientError | null = this.#errors[0] ?? null
+    for (const { field, digests } of this.#received) {
+      if (failure !== null) break
+      if (coded === null) continue // a 304: nothing to check
+      let verification = verifyDigests(field, digests, coded, enabled)
+      if (!verification.ok && field === 'Repr-Digest' && this.#coded && !this.#params.strict && decoded !== null) {
+        const other = verifyDigests(field, digests, decoded, enabled)
+        if (other.ok || failureOf(verification) === null) verification = other
+      }
+      failure = failureOf(verification)
+      verified ||= verification.ok
+    }
+    failure ??= this.#answerFailure()
+    if (failure === null && !verified && this.#params.verify === 'required' && !NO_CONTENT.has(this.#status)) {
+      failure = missing(enabled)
+    }
+    return failure
+  }
+
+  /** A 406 to a request with digest fields, or a digest problem. */
+  #answerFailure (): DigestClientError | null {
+    const { digestField, digestAlgorithm } = this.#request
+    if (this.#status === 406 && digestField !== null) return notAcceptable(digestField, digestAlgorithm)
+    if (this.#problem === null) return null
+    return problemError(Buffer.concat(this.#problem), this.#coding,
+      digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField)
+  }
+}
+
+function usableOrAll (repr: DigestMap | null, algorithms: readonly DigestAlgorithm[]): DigestAlgorithm[] {
+  return repr === null ? [...algorithms] : usableAlgorithms(repr, algorithms)
+}

@@ -1,0 +1,271 @@
+// The client against a server that is not this plugin: a node:http (and a
+// node:http2 h2c) server sending hand-built fields, computed here with
+// node:crypto, so client and server cannot share a mistake. Right values end
+// cleanly; wrong ones, a 406 to a conditional request and digest problem
+// details fail the body with code, field and algorithm, through request,
+// fetch and stream alike.
+import { test } from 'tap'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer as createH2Server, type ServerHttp2Stream } from 'node:http2'
+import { once } from 'node:events'
+import { gzipSync } from 'node:zlib'
+import { randomBytes } from 'node:crypto'
+import { H2CClient } from 'undici'
+import { digestInterceptor } from '../lib/client/index'
+import { sf } from './helpers'
+import { KINDS, assertFailure, call, digestAgent } from './client-helpers'
+
+const BODY = 'hello, digest'
+const OTHER = 'something else'
+const GZ = gzipSync(BODY)
+// Incompressible: the gzip bytes are as many as the decoded ones, so the side
+// decoder's input queue fills and the response is held for it.
+const RANDOM = randomBytes(4 * 1024 * 1024)
+const RANDOM_GZ = gzipSync(RANDOM)
+const ZERO = 'sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:'
+
+type Route = (req: IncomingMessage, res: ServerResponse) => void
+
+function send (headers: Record<string, string | string[]>, body: string | Buffer = BODY, status = 200): Route {
+  return (_req, res) => {
+    res.writeHead(status, headers)
+    res.end(body)
+  }
+}
+
+function withTrailers (trailers: Record<string, string>, announce: boolean, body: string | Buffer = BODY, headers: Record<string, string> = {}): Route {
+  return (_req, res) => {
+    res.writeHead(200, announce ? { ...headers, trailer: Object.keys(trailers).join(', ') } : headers)
+    res.write(body.slice(0, 3))
+    res.write(body.slice(3))
+    res.addTrailers(trailers)
+    res.end()
+  }
+}
+
+const problem = (body: unknown, type = 'application/problem+json'): Route =>
+  send({ 'content-type': type }, typeof body === 'string' ? body : JSON.stringify(body), 400)
+
+const ROUTES: Record<string, Route> = {
+  '/right': send({ 'content-digest': sf(BODY) }),
+  '/right-both': send({ 'content-digest': sf(BODY, 'sha-512'), 'repr-digest': sf(BODY) }),
+  '/lines': send({ 'content-digest': [sf(BODY), sf(BODY, 'sha-512')] }),
+  '/wrong': send({ 'content-digest': sf(OTHER) }),
+  '/wrong-512': send({ 'content-digest': `${sf(BODY)}, ${sf(OTHER, 'sha-512')}` }),
+  '/wrong-both': send({ 'content-digest': sf(OTHER), 'repr-digest': sf(OTHER, 'sha-512') }),
+  '/wrong-repr': send({ 'content-digest': sf(BODY), 'repr-digest': sf(OTHER) }),
+  '/invalid-length': send({ 'content-digest': ZERO.replace('AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=', 'AAAA') }),
+  '/malformed': send({ 'content-digest': 'sha-256=nope' }),
+  '/none': send({}),
+  '/md5-only': send({ 'content-digest': sf(BODY, 'md5') }),
+  '/trailer': withTrailers({ 'Content-Digest': sf(BODY) }, true),
+  '/trailer-wrong': withTrailers({ 'Content-Digest': sf(OTHER) }, true),
+  '/trailer-repr-wrong': withTrailers({ 'Repr-Digest': sf(OTHER) }, true),
+  '/trailer-malformed': withTrailers({ 'Content-Digest': 'sha-256=(' }, true),
+  '/trailer-unannounced': withTrailers({ 'Content-Digest': sf(OTHER) }, false),
+  '/trailer-gzip': withTrailers({ 'Repr-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
+  '/gzip-decoded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(BODY) }, GZ),
+  '/gzip-coded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(GZ) }, GZ),
+  '/gzip-large': send({ 'content-encoding': 'gzip', 'repr-digest': sf(RANDOM) }, RANDOM_GZ),
+  '/gzip-wrong': send({ 'content-encoding': 'gzip', 'repr-digest': sf(OTHER) }, GZ),
+  '/gzip-broken': send({ 'content-encoding': 'gzip', 'repr-digest': sf(OTHER) }, 'not gzip at all'),
+  '/gzip-broken-coded': send({ 'content-encoding': 'gzip', 'repr-digest': sf('not gzip at all') }, 'not gzip at all'),
+  '/gzip-invalid': send({ 'content-encoding': 'gzip', 'repr-digest': 'sha-256=:AAAA:' }, GZ),
+  '/unknown-coding': send({ 'content-encoding': 'x-custom', 'repr-digest': sf(BODY) }),
+  '/identity': send({ 'content-encoding': 'identity', 'repr-digest': sf(BODY) }),
+  '/head': send({ 'content-digest': sf(''), 'repr-digest': sf(OTHER) }),
+  '/partial': send({ 'content-digest': sf(BODY), 'repr-digest': sf(OTHER), 'content-range': `bytes 0-${BODY.length - 1}/100` }, BODY, 206),
+  '/not-modified': send({ 'content-digest': sf(OTHER) }, '', 304),
+  '/no-content': send({}, '', 204),
+  '/406': send({ 'repr-digest': sf(OTHER) }, '', 406),
+  '/problem': problem({ type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', title: 'Mismatched Digest Values', status: 400, detail: 'The Content-Digest field does not match the content', mismatched_digests: [{ algorithm: 'sha-256', provided_digest: ':AAAA:', header: 'Content-Digest' }] }),
+  '/problem-code': problem({ type: 'about:blank', title: 'Bad Request', status: 400, code: 'FST_DIGEST_MISSING' }),
+  '/problem-type-only': problem({ type: 'https://iana.org/assignments/http-problem-types#digest-unsupported-algorithms', unsupported_algorithms: [{}] }),
+  '/problem-other': problem({ type: 'about:blank', title: 'Bad Request', status: 400 }),
+  '/problem-not-json': problem('{'),
+  '/problem-not-object': problem('"digest"'),
+  '/problem-large': problem({ type: 'https://iana.org/assignments/http-problem-types#digest-invalid-values', pad: 'x'.repeat(70_000) }),
+  '/problem-gzip': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip' }, gzipSync(JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#digest-invalid-values', detail: 'bad', invalid_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest' }] })), 400),
+  '/problem-identity': send({ 'content-type': 'application/problem+json', 'content-encoding': 'identity' }, JSON.stringify({ code: 'FST_DIGEST_MISSING', title: 'Bad Request' }), 400),
+  '/problem-unknown-coding': send({ 'content-type': 'application/problem+json', 'content-encoding': 'x-custom' }, JSON.stringify({ code: 'FST_DIGEST_MISSING' }), 400),
+  '/problem-broken-gzip': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip' }, JSON.stringify({ code: 'FST_DIGEST_MISSING' }), 400),
+  '/problem-code-only': problem({ code: 'FST_DIGEST_MISMATCH' }),
+  '/cut': (_req, res) => {
+    res.writeHead(200, { 'content-encoding': 'gzip', 'repr-digest': sf(BODY), 'content-length': String(GZ.length) })
+    res.write(GZ.subarray(0, 5))
+    setTimeout(() => res.destroy(), 20)
+  },
+  '/problem-plain': problem({ code: 'FST_DIGEST_MISMATCH' }, 'application/json')
+}
+
+async function foreignServer (t: { teardown (fn: () => unknown): void }): Promise<string> {
+  const server = createServer((req, res) => {
+    const route = ROUTES[(req.url ?? '').split('?')[0] as string]
+    if (route === undefined) send({}, 'not found', 404)(req, res)
+    else route(req, res)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+}
+
+test('right values end cleanly, wrong ones fail the body (request, fetch, stream)', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  for (const kind of KINDS) {
+    for (const path of ['/right', '/right-both', '/lines', '/none', '/md5-only', '/gzip-decoded', '/gzip-coded', '/identity', '/problem-other', '/problem-not-json', '/problem-not-object', '/problem-large', '/problem-plain', '/no-content']) {
+      const out = await call(kind, dispatcher, base + path, { headers: { 'accept-encoding': 'gzip' } })
+      t.equal(out.error, null, `${kind} ${path}: ${String(out.error?.message)}`)
+    }
+    if (kind !== 'fetch') t.equal((await call(kind, dispatcher, `${base}/gzip-broken-coded`)).error, null)
+    const wrong = await call(kind, dispatcher, `${base}/wrong`)
+    assertFailure(t, wrong, 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
+    t.equal(wrong.error?.message, 'The response Content-Digest field does not match the content for sha-256')
+    if (kind !== 'fetch') t.equal(wrong.body.toString(), BODY, `${kind}: the data itself was passed through`)
+    assertFailure(t, await call(kind, dispatcher, `${base}/wrong-512`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-512')
+    assertFailure(t, await call(kind, dispatcher, `${base}/wrong-both`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/wrong-repr`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/invalid-length`), 'FST_DIGEST_RESPONSE_INVALID_VALUE', 'Content-Digest', 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/malformed`), 'FST_DIGEST_RESPONSE_INVALID_FIELD', 'Content-Digest', null)
+    const large = await call(kind, dispatcher, `${base}/gzip-large`, { headers: { 'accept-encoding': 'gzip' } })
+    t.equal(large.error, null, `${kind} /gzip-large: ${String(large.error?.message)}`)
+    t.equal(large.body.length, kind === 'fetch' ? RANDOM.length : RANDOM_GZ.length)
+    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    // fetch decodes gzip itself, and fails on a broken body first.
+    if (kind !== 'fetch') assertFailure(t, await call(kind, dispatcher, `${base}/gzip-broken`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-invalid`), 'FST_DIGEST_RESPONSE_INVALID_VALUE', 'Repr-Digest', 'sha-256')
+  }
+})
+
+test('a fetch of a one-read response sees the error (the deferred failure)', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  for (let i = 0; i < 20; i++) {
+    const out = await call('fetch', dispatcher, `${base}/wrong`)
+    t.equal(out.error?.code, 'FST_DIGEST_RESPONSE_MISMATCH')
+  }
+})
+
+test('trailers over HTTP/1.1: announced or asked for with TE: trailers', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  for (const kind of ['request', 'stream'] as const) {
+    const right = await call(kind, dispatcher, `${base}/trailer`)
+    t.equal(right.error, null)
+    t.equal(right.trailers['content-digest'], sf(BODY))
+    assertFailure(t, await call(kind, dispatcher, `${base}/trailer-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/trailer-repr-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/trailer-malformed`), 'FST_DIGEST_RESPONSE_INVALID_FIELD', 'Content-Digest', null)
+    t.equal((await call(kind, dispatcher, `${base}/trailer-gzip`)).error, null, 'a coded body, Repr-Digest trailer of the decoded bytes')
+    // Unannounced and not asked for: not foreseen, so not checked.
+    t.equal((await call(kind, dispatcher, `${base}/trailer-unannounced`)).error, null)
+    assertFailure(t, await call(kind, dispatcher, `${base}/trailer-unannounced`, { headers: { te: 'trailers' } }),
+      'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
+  }
+})
+
+test('strict: a coded Repr-Digest is over the coded bytes only', async (t) => {
+  const base = await foreignServer(t)
+  const strict = digestAgent(t, { strict: true })
+  const capped = digestAgent(t, { maxDecodedSize: 4 })
+  for (const kind of KINDS) {
+    t.equal((await call(kind, strict, `${base}/gzip-coded`)).error, null)
+    assertFailure(t, await call(kind, strict, `${base}/gzip-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    // Past maxDecodedSize the decoded reading is unavailable.
+    assertFailure(t, await call(kind, capped, `${base}/gzip-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    // A coding node:zlib does not have: the coded reading only.
+    t.equal((await call(kind, capped, `${base}/unknown-coding`)).error, null)
+  }
+})
+
+test("verify: 'required'", async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t, { verify: 'required' })
+  for (const kind of KINDS) {
+    t.equal((await call(kind, dispatcher, `${base}/right`)).error, null)
+    assertFailure(t, await call(kind, dispatcher, `${base}/none`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest or Repr-Digest', 'sha-256, sha-512')
+    assertFailure(t, await call(kind, dispatcher, `${base}/md5-only`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest or Repr-Digest', 'sha-256, sha-512')
+    t.equal((await call(kind, dispatcher, `${base}/no-content`)).error, null, '204: no content, nothing required')
+  }
+  const md5 = digestAgent(t, { verify: 'required', algorithms: ['md5'] })
+  t.equal((await call('request', md5, `${base}/md5-only`)).error, null)
+})
+
+test('HEAD, 206, 304: what each can check', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t, { verify: 'required' })
+  for (const kind of KINDS) {
+    const head = await call(kind, dispatcher, `${base}/head`, { method: 'HEAD' })
+    t.equal(head.error, null, 'HEAD: Content-Digest of no content, Repr-Digest not checked')
+    assertFailure(t, await call(kind, dispatcher, `${base}/wrong`, { method: 'HEAD' }), 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
+    t.equal((await call(kind, dispatcher, `${base}/partial`)).error, null, "206: the part's Content-Digest, not the whole's Repr-Digest")
+    const notModified = await call(kind, dispatcher, `${base}/not-modified`)
+    t.equal(notModified.error, null, '304: nothing checked')
+  }
+})
+
+test('a 406 to a request with digest fields, and digest problem details', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  const wanting = digestAgent(t, { want: 'sha-512' })
+  for (const kind of KINDS) {
+    t.equal((await call(kind, dispatcher, `${base}/406`)).error, null, 'a 406 about something else')
+    assertFailure(t, await call(kind, dispatcher, `${base}/406`, { headers: { 'repr-digest': sf(OTHER) } }), 'FST_DIGEST_NOT_ACCEPTABLE', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/406`, { headers: { 'repr-digest': 'sha-256=(' } }), 'FST_DIGEST_NOT_ACCEPTABLE', 'Repr-Digest', null)
+    assertFailure(t, await call(kind, wanting, `${base}/406`), 'FST_DIGEST_NOT_ACCEPTABLE', 'Want-Repr-Digest', 'sha-512')
+    const rejected = await call(kind, dispatcher, `${base}/problem`)
+    assertFailure(t, rejected, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', 'sha-256')
+    t.match(rejected.error?.message, /does not match the content/)
+    assertFailure(t, await call(kind, dispatcher, `${base}/problem-code`, { method: 'POST', body: 'x' }), 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
+    assertFailure(t, await call(kind, dispatcher, `${base}/problem-gzip`), 'FST_DIGEST_REQUEST_REJECTED', 'Repr-Digest', 'sha-512')
+    const identity = await call(kind, dispatcher, `${base}/problem-identity`)
+    assertFailure(t, identity, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
+    t.match(identity.error?.message, /Bad Request$/)
+    t.equal((await call(kind, dispatcher, `${base}/problem-unknown-coding`)).error, null, 'an unknown coding: not read as a problem')
+    if (kind !== 'fetch') t.equal((await call(kind, dispatcher, `${base}/problem-broken-gzip`)).error, null, 'not gzip after all: not a problem')
+    const codeOnly = await call(kind, dispatcher, `${base}/problem-code-only`)
+    assertFailure(t, codeOnly, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
+    t.match(codeOnly.error?.message, /FST_DIGEST_MISMATCH$/)
+    const typeOnly = await call(kind, dispatcher, `${base}/problem-type-only`)
+    assertFailure(t, typeOnly, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
+    t.match(typeOnly.error?.message, /digest-unsupported-algorithms/)
+  }
+})
+
+test('HTTP/2 trailers (h2c, node:http2): read back despite undici dropping them', async (t) => {
+  const server = createH2Server()
+  server.on('stream', (stream: ServerHttp2Stream, headers) => {
+    const wrong = headers[':path'] === '/wrong'
+    stream.respond({ ':status': 200, trailer: 'content-digest' }, { waitForTrailers: true })
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'content-digest': sf(wrong ? OTHER : BODY) }))
+    stream.end(BODY)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  // h2c through undici 7.30.2: H2CClient (an Agent's Pool builds its
+  // connector without `useH2c`, lib/dispatcher/pool.js:55-58, so `new Agent({ allowH2: true, useH2c: true })`
+  // still speaks HTTP/1.1 to a cleartext origin).
+  const agent = new H2CClient(base)
+  t.teardown(() => agent.close())
+  const dispatcher = agent.compose(digestInterceptor({ verify: 'required' }))
+  for (const kind of KINDS) {
+    const right = await call(kind, dispatcher, `${base}/right`)
+    t.equal(right.error, null, `${kind}: ${String(right.error?.message)}`)
+    t.equal(right.body.toString(), BODY)
+    if (kind !== 'fetch') t.equal(right.trailers['content-digest'], sf(BODY), 'the trailers reach the caller too')
+    assertFailure(t, await call(kind, dispatcher, `${base}/wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
+  }
+})
+
+test('a response cut short fails with undici\'s own error, the side decoder dropped', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  for (const kind of KINDS) {
+    const out = await call(kind, dispatcher, `${base}/cut`, { headers: { 'accept-encoding': 'gzip' } })
+    t.ok(out.error !== null)
+    t.notOk(String(out.error?.code).startsWith('FST_DIGEST_'), String(out.error?.code))
+  }
+})

@@ -1,0 +1,73 @@
+/// <reference types="node" />
+
+// fastify-digest-fields/client: an undici 7 interceptor that checks the
+// digest fields of responses (RFC 9530) as their bodies stream, and adds
+// Content-Digest / Want-*-Digest to requests. It does not need fastify.
+import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
+import type { Dispatcher } from 'undici'
+
+/** The RFC 9530 §5 registry keys (the same union as the main entry's). */
+export type DigestAlgorithm =
+  | 'sha-256'
+  | 'sha-512'
+  | 'md5'
+  | 'sha'
+  | 'unixsum'
+  | 'unixcksum'
+  | 'adler'
+  | 'crc32c'
+
+/** One algorithm, several (weights 10, 9, … in that order), or per field. */
+export type WantOption =
+  | DigestAlgorithm
+  | readonly DigestAlgorithm[]
+  | {
+    /** Sent as Want-Content-Digest. */
+    readonly content?: DigestAlgorithm | readonly DigestAlgorithm[]
+    /** Sent as Want-Repr-Digest. */
+    readonly repr?: DigestAlgorithm | readonly DigestAlgorithm[]
+  }
+
+export interface DigestInterceptorOptions {
+  /** Accepted algorithms; default `['sha-256', 'sha-512']`. Deprecated keys only when listed. */
+  algorithms?: readonly DigestAlgorithm[]
+  /** `'if-present'` (default) checks the digests a response carries; `'required'` also fails a response without one. */
+  verify?: 'if-present' | 'required'
+  /** RFC 9530 to the letter: a coded response's Repr-Digest is over the coded bytes only. Default false. */
+  strict?: boolean
+  /** Ask for digests: Want-Content-Digest and/or Want-Repr-Digest on every request. */
+  want?: WantOption
+  /** The most decoded bytes hashed for the default-mode reading of a coded Repr-Digest; default 64 MiB. */
+  maxDecodedSize?: number
+}
+
+export type DigestClientErrorCode =
+  | 'FST_DIGEST_RESPONSE_MISMATCH'
+  | 'FST_DIGEST_RESPONSE_INVALID_VALUE'
+  | 'FST_DIGEST_RESPONSE_INVALID_FIELD'
+  | 'FST_DIGEST_RESPONSE_MISSING'
+  | 'FST_DIGEST_REQUEST_REJECTED'
+  | 'FST_DIGEST_NOT_ACCEPTABLE'
+
+/** What a failed response's body errors with (itself, or as the `cause` of fetch's TypeError). */
+export interface DigestClientError extends FastifyError {
+  code: DigestClientErrorCode
+  /** The field at fault: 'Content-Digest', 'Repr-Digest', or both names for a missing digest. */
+  field: string
+  /** The algorithm at fault, or null when none could be named. */
+  algorithm: string | null
+}
+
+/** An interceptor for `dispatcher.compose()`. */
+export function digestInterceptor (options?: DigestInterceptorOptions): Dispatcher.DispatcherComposeInterceptor
+
+/** Bodies whose Content-Digest can be computed up front. */
+export type DigestibleBody = string | ArrayBuffer | ArrayBufferView
+
+/**
+ * `{ 'content-digest': 'sha-256=:…:' }` for a body sent with fetch (which
+ * hands the dispatcher every body as a stream): spread it into the headers.
+ */
+export function digestHeaders (body: DigestibleBody, algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]): { 'content-digest': string }
+
+export const clientErrors: { readonly [K in DigestClientErrorCode]: FastifyErrorConstructor<{ code: K }> }

@@ -1,0 +1,49 @@
+import { expect, test } from 'tstyche'
+import { Agent, type Dispatcher } from 'undici'
+import {
+  clientErrors,
+  digestHeaders,
+  digestInterceptor,
+  type DigestClientError,
+  type DigestClientErrorCode,
+  type DigestInterceptorOptions
+} from './client'
+import * as ns from './client'
+
+test('digestInterceptor', () => {
+  expect(digestInterceptor()).type.toBe<Dispatcher.DispatcherComposeInterceptor>()
+  expect(new Agent().compose(digestInterceptor({ verify: 'required' }))).type.toBe<Dispatcher.ComposedDispatcher>()
+  expect(ns.digestInterceptor).type.toBe(digestInterceptor)
+})
+
+test('options', () => {
+  expect<DigestInterceptorOptions>().type.toBeAssignableFrom({
+    algorithms: ['sha-256', 'crc32c'] as const,
+    verify: 'if-present' as const,
+    strict: true,
+    want: { content: 'sha-256' as const, repr: ['sha-512', 'sha-256'] as const },
+    maxDecodedSize: 1024
+  })
+  expect<DigestInterceptorOptions>().type.toBeAssignableFrom({ want: 'sha-512' as const })
+  expect<DigestInterceptorOptions>().type.toBeAssignableFrom({ want: ['md5'] as const })
+  expect(digestInterceptor).type.not.toBeCallableWith({ verify: false })
+  expect(digestInterceptor).type.not.toBeCallableWith({ algorithms: ['sha-1'] })
+  expect(digestInterceptor).type.not.toBeCallableWith({ want: { body: 'sha-256' } })
+  expect(digestInterceptor).type.not.toBeCallableWith({ strict: 'yes' })
+})
+
+test('digestHeaders', () => {
+  expect(digestHeaders('body')).type.toBe<{ 'content-digest': string }>()
+  expect(digestHeaders(new Uint8Array(1), ['sha-256', 'unixsum'])).type.toBe<{ 'content-digest': string }>()
+  expect(digestHeaders(new ArrayBuffer(1), 'sha-512')).type.toBe<{ 'content-digest': string }>()
+  expect(digestHeaders).type.not.toBeCallableWith({})
+  expect(digestHeaders).type.not.toBeCallableWith('body', 'sha-1')
+})
+
+test('errors', () => {
+  expect<DigestClientError['code']>().type.toBe<DigestClientErrorCode>()
+  expect<DigestClientError['field']>().type.toBe<string>()
+  expect<DigestClientError['algorithm']>().type.toBe<string | null>()
+  expect(new clientErrors.FST_DIGEST_RESPONSE_MISMATCH().code).type.toBe<'FST_DIGEST_RESPONSE_MISMATCH'>()
+  expect(clientErrors).type.not.toHaveProperty('FST_DIGEST_INVALID_OPTION')
+})
