@@ -9,14 +9,13 @@ import type {
   UnsolicitedDigest,
   VerifyPolicy
 } from '../types/index'
-import { ALGORITHMS } from './algorithms'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from './errors'
 import { nearestKey } from './nearest-key'
+import { checkAlgorithms, describe, type Fail } from './option-checks'
 import type { DigestParams } from './digest-params'
 
 export type { DigestParams } from './digest-params'
 
-export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 export const defaultMaxBufferSize = 1024 * 1024
 export const defaultFileCacheSize = 1000
 /** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
@@ -71,34 +70,10 @@ const routeOptionKeys: Readonly<Record<keyof RouteDigestOptions, true>> = {
 }
 const routeKeys: ReadonlySet<string> = new Set(Object.keys(routeOptionKeys))
 
-type Fail = (name: string, reason: string) => Error
-
-function describe (value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (Array.isArray(value)) return 'an array'
-  return value === null ? 'null' : typeof value
-}
-
 function checkBoolean (value: unknown, name: string, fallback: boolean, fail: Fail): boolean {
   if (value === undefined) return fallback
   if (typeof value !== 'boolean') throw fail(name, `expected a boolean, got ${describe(value)}`)
   return value
-}
-
-function checkAlgorithms (value: unknown, fail: Fail): readonly DigestAlgorithm[] {
-  if (value === undefined) return defaultAlgorithms
-  if (!Array.isArray(value) || value.length === 0) {
-    throw fail('algorithms', `expected a non-empty array of algorithm keys, got ${describe(value)}`)
-  }
-  const seen = new Set<DigestAlgorithm>()
-  for (const key of value) {
-    if (!ALGORITHMS.has(key)) {
-      throw fail('algorithms', `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
-    }
-    if (seen.has(key)) throw fail('algorithms', `${describe(key)} is listed twice`)
-    seen.add(key)
-  }
-  return Object.freeze([...seen])
 }
 
 function checkUnsolicited (

@@ -4,10 +4,10 @@
 // keys are refused with the nearest option named, as lib/options.ts does for
 // the plugin. Pure: no fastify, no undici.
 import type { DigestAlgorithm, DigestInterceptorOptions, WantOption } from '../../types/client'
-import { ALGORITHMS } from '../algorithms'
 import { FST_DIGEST_INVALID_OPTION } from '../errors'
 import { serializeWantField } from '../fields'
 import { nearestKey } from '../nearest-key'
+import { checkAlgorithms, describe } from '../option-checks'
 
 export interface ClientParams {
   readonly algorithms: readonly DigestAlgorithm[]
@@ -19,7 +19,6 @@ export interface ClientParams {
   readonly maxDecodedSize: number
 }
 
-const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 export const defaultMaxDecodedSize = 64 * 1024 * 1024
 
 const optionKeys: Readonly<Record<keyof DigestInterceptorOptions, true>> = {
@@ -33,28 +32,6 @@ const keys = Object.keys(optionKeys)
 
 function fail (name: string, reason: string): Error {
   return new FST_DIGEST_INVALID_OPTION(name, reason)
-}
-
-function describe (value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (Array.isArray(value)) return 'an array'
-  return value === null ? 'null' : typeof value
-}
-
-function checkAlgorithms (value: unknown): readonly DigestAlgorithm[] {
-  if (value === undefined) return defaultAlgorithms
-  if (!Array.isArray(value) || value.length === 0) {
-    throw fail('algorithms', `expected a non-empty array of algorithm keys, got ${describe(value)}`)
-  }
-  const seen = new Set<DigestAlgorithm>()
-  for (const key of value) {
-    if (!ALGORITHMS.has(key)) {
-      throw fail('algorithms', `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
-    }
-    if (seen.has(key)) throw fail('algorithms', `${describe(key)} is listed twice`)
-    seen.add(key)
-  }
-  return Object.freeze([...seen])
 }
 
 /** An algorithm or a list of them, among the accepted ones, as a Want-* value (weights 10, 9, …). */
@@ -103,7 +80,7 @@ export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): Cl
         : `unknown option; did you mean ${JSON.stringify(nearest)}?`)
     }
   }
-  const algorithms = checkAlgorithms(opts.algorithms)
+  const algorithms = checkAlgorithms(opts.algorithms, fail)
   const verify = opts.verify ?? 'if-present'
   if (verify !== 'if-present' && verify !== 'required') {
     throw fail('verify', `expected 'if-present' or 'required', got ${describe(verify)}`)
