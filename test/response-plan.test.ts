@@ -1,10 +1,9 @@
 // What a response carries (lib/response/plan.ts), as a table: one row per
 // case, the request's facts, the route's options and the payload's facts in,
 // the plan out. The hooks only execute it; the other response tests show
-// they do, over real servers.
+// they do, over real servers. That the plan imports no fastify is
+// test/architecture.test.ts's check of the whole core.
 import { test } from 'tap'
-import { readFileSync } from 'node:fs'
-import { dirname, join, relative } from 'node:path'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../types/index'
 import { normalizeOptions, normalizeRouteOptions } from '../lib/options'
 import { planResponse, unsolicitedOf, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../lib/response/plan'
@@ -220,24 +219,4 @@ test('union: the first list itself when the second adds nothing (no allocation)'
   t.equal(union(a, ['sha-256']), a)
   t.same(union(a, ['sha-512', 'sha-256']), ['sha-256', 'sha-512'])
   t.same(a, ['sha-256'], 'never mutated')
-})
-
-/** The modules `file` imports from the repository, transitively (types/ excepted: ours, and allowed). */
-function importsOf (file: string, seen = new Map<string, string[]>()): Map<string, string[]> {
-  if (seen.has(file)) return seen
-  const specifiers = [...readFileSync(file, 'utf8').matchAll(/^import[^'"]*from '([^']+)'/gm)].map((m) => m[1] as string)
-  seen.set(file, specifiers)
-  for (const s of specifiers) {
-    if (s.startsWith('.') && !s.includes('types/')) importsOf(join(dirname(file), `${s}.ts`), seen)
-  }
-  return seen
-}
-
-test('the pure modules import no fastify, not even its types, nor a module that does', async (t) => {
-  const root = join(__dirname, '..')
-  for (const pure of ['lib/response/plan.ts', 'lib/response/precondition.ts', 'lib/response/file-cache.ts', 'lib/digest-params.ts', 'lib/client/index.ts']) {
-    for (const [file, specifiers] of importsOf(join(root, pure))) {
-      t.notOk(specifiers.some((s) => s === 'fastify' || s.startsWith('fastify/')), `${pure}: ${relative(root, file)}`)
-    }
-  }
 })
