@@ -150,10 +150,11 @@ test('a fetch of a one-read response sees the error (the deferred failure)', asy
 test('trailers over HTTP/1.1: announced or asked for with TE: trailers', async (t) => {
   const base = await foreignServer(t)
   const dispatcher = digestAgent(t)
-  for (const kind of ['request', 'stream'] as const) {
+  for (const kind of KINDS) {
     const right = await call(kind, dispatcher, `${base}/trailer`)
     t.equal(right.error, null)
-    t.equal(right.trailers['content-digest'], sf(BODY))
+    // fetch does not expose trailers; the interceptor still checks them.
+    if (kind !== 'fetch') t.equal(right.trailers['content-digest'], sf(BODY))
     assertFailure(t, await call(kind, dispatcher, `${base}/trailer-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
     assertFailure(t, await call(kind, dispatcher, `${base}/trailer-repr-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
     assertFailure(t, await call(kind, dispatcher, `${base}/trailer-malformed`), 'FST_DIGEST_RESPONSE_INVALID_FIELD', 'Content-Digest', null)
