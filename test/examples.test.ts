@@ -235,6 +235,22 @@ test('upload.mjs, and fetch-upload.mjs against it', async (t) => {
   })
 })
 
+test('undici-upload.mjs against upload.mjs: a FormData file through request and fetch, with its Content-Digest', async (t) => {
+  const port = await startExample(t, 'upload.mjs')
+  const photo = join(examplesDir, 'public', 'hello.json')
+  const out = await runClient('undici-upload.mjs', [`http://127.0.0.1:${port}`, photo])
+  const lines = out.trim().split('\n')
+  t.equal(lines.length, 2, out)
+  for (const line of lines) {
+    t.match(line, /^200 /, 'verify: required on the route, so the digest was there and matched')
+    const answer = JSON.parse(line.slice(4)) as { saved: string, verified: boolean }
+    t.equal(answer.verified, true)
+    // upload.mjs saves to one file per process: the second upload's bytes.
+    t.same(readFileSync(answer.saved), readFileSync(photo), 'the file arrived whole')
+  }
+  rmSync((JSON.parse((lines[0] as string).slice(4)) as { saved: string }).saved, { force: true })
+})
+
 test('static.mjs: 200, 206 and HEAD of a file, with staticHeaders alone and in a setHeaders of one\'s own', async (t) => {
   const port = await startExample(t, 'static.mjs')
   const file = readFileSync(join(examplesDir, 'public', 'hello.json'))

@@ -57,12 +57,13 @@ test('fastify-digest-fields/client: require() and ESM named imports, through the
   const client = require('fastify-digest-fields/client')
   t.equal(typeof client.digestInterceptor, 'function')
   t.equal(typeof client.digestHeaders, 'function')
+  t.equal(typeof client.digestBody, 'function')
   t.equal(client.clientErrors.FST_DIGEST_RESPONSE_MISMATCH.name, 'FastifyError')
   t.equal(require.resolve('fastify-digest-fields/client'), join(root, 'dist', 'client', 'index.js'))
   const script = `
-    import { digestInterceptor, digestHeaders, clientErrors } from 'fastify-digest-fields/client'
-    console.log(JSON.stringify([typeof digestInterceptor, digestHeaders('').constructor.name, Object.keys(clientErrors).length]))
+    import { digestInterceptor, digestHeaders, digestBody, clientErrors } from 'fastify-digest-fields/client'
+    console.log(JSON.stringify([typeof digestInterceptor, digestHeaders('').constructor.name, typeof digestBody, Object.keys(clientErrors).length]))
   `
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })
-  t.same(JSON.parse(out), ['function', 'Object', 6])
+  t.same(JSON.parse(out), ['function', 'Object', 'function', 6])
 })

@@ -64,6 +64,23 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
 /** Bodies whose Content-Digest can be computed up front. */
 export type DigestibleBody = string | ArrayBuffer | ArrayBufferView
 
+/** What digestBody() gives: the body to send and the fields to send with it. */
+export interface DigestedBody {
+  /** The body itself, or a FormData's multipart/form-data serialization. */
+  body: DigestibleBody | Blob
+  headers: {
+    'content-digest': string
+    /** For a FormData: multipart/form-data with the boundary of `body`. */
+    'content-type'?: string
+  }
+}
+
+/**
+ * The body and `{ 'content-digest', 'content-type'? }` for fetch, for bytes,
+ * a Blob (hashed as a stream) or a FormData (serialized to a Blob first).
+ */
+export function digestBody (body: DigestibleBody | Blob | FormData, algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]): Promise<DigestedBody>
+
 /**
  * `{ 'content-digest': 'sha-256=:…:' }` for a body sent with fetch (which
  * hands the dispatcher every body as a stream): spread it into the headers.

@@ -2,8 +2,11 @@ import { expect, test } from 'tstyche'
 import { Agent, type Dispatcher } from 'undici'
 import {
   clientErrors,
+  digestBody,
   digestHeaders,
   digestInterceptor,
+  type DigestedBody,
+  type DigestibleBody,
   type DigestClientError,
   type DigestClientErrorCode,
   type DigestInterceptorOptions
@@ -38,6 +41,16 @@ test('digestHeaders', () => {
   expect(digestHeaders(new ArrayBuffer(1), 'sha-512')).type.toBe<{ 'content-digest': string }>()
   expect(digestHeaders).type.not.toBeCallableWith({})
   expect(digestHeaders).type.not.toBeCallableWith('body', 'sha-1')
+})
+
+test('digestBody', () => {
+  expect(digestBody(new FormData())).type.toBe<Promise<DigestedBody>>()
+  expect(digestBody(new Blob(['x']), ['sha-512', 'sha-256'])).type.toBe<Promise<DigestedBody>>()
+  expect(digestBody('body', 'sha-256')).type.toBe<Promise<DigestedBody>>()
+  expect<DigestedBody['headers']['content-type']>().type.toBe<string | undefined>()
+  expect<DigestedBody['body']>().type.toBe<DigestibleBody | Blob>()
+  expect(digestBody).type.not.toBeCallableWith({})
+  expect(digestBody).type.not.toBeCallableWith('body', 'sha-1')
 })
 
 test('errors', () => {

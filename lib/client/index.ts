@@ -3,14 +3,15 @@
 // (only its types): the interceptor is given to the caller's dispatcher.
 import { clientErrors } from './errors'
 import { digestInterceptor } from './interceptor'
-import { digestHeaders } from './request-digest'
+import { digestBody, digestHeaders } from './request-digest'
 
-const exported = { digestInterceptor, digestHeaders, clientErrors }
+const exported = { digestInterceptor, digestHeaders, digestBody, clientErrors }
 
 // Static hints for Node's CommonJS named-export detection (cjs-module-lexer),
 // as lib/index.ts gives them: `import { digestInterceptor } from
 // 'fastify-digest-fields/client'` works from ESM.
 module.exports.digestInterceptor = digestInterceptor
 module.exports.digestHeaders = digestHeaders
+module.exports.digestBody = digestBody
 module.exports.clientErrors = clientErrors
 export = exported

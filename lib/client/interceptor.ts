@@ -2,15 +2,16 @@
 // (undici 7's interceptor API, `(dispatch) => (opts, handler) => boolean`;
 // lib/dispatcher/dispatcher.js:20-44, compose(), wraps each interceptor's handler
 // into the new handler API). Per request it adds the Want-*-Digest fields
-// asked for in the options and a Content-Digest for content known up front,
-// and checks the response with a DigestHandler.
+// asked for in the options and a Content-Digest for content whose bytes are
+// fixed (a Blob or FormData body once hashed, asynchronously), and checks
+// the response with a DigestHandler.
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
 import { digestFieldOf, parseDigestField, parseWantField } from '../fields'
 import { DigestHandler } from './handler'
 import { flatHeaders, getHeader, headerPairs, type HeaderValue, type Headers } from './headers'
 import { normalizeClientOptions, type ClientParams } from './options'
-import { knownBytes } from './request-digest'
+import { knownBytes, prepareBody, type PreparedBody } from './request-digest'
 import type { RequestFacts } from './response-check'
 
 /** The first key of a request's digest or Want-* field, or null. */
@@ -44,7 +45,7 @@ function requestFacts (method: string, pairs: ReadonlyArray<readonly [string, He
   return { method, trailers: /(^|,)\s*trailers\s*(;|,|$)/i.test(te), digestField, digestAlgorithm }
 }
 
-/** The request's headers with the fields this interceptor adds. */
+/** The request's headers with the fields this interceptor adds up front. */
 function withFields (params: ClientParams, opts: Dispatcher.DispatchOptions): Array<[string, HeaderValue]> {
   const pairs = headerPairs(opts.headers as Headers)
   if (params.wantContent !== null && getHeader(pairs, 'want-content-digest') === undefined) {
@@ -60,6 +61,14 @@ function withFields (params: ClientParams, opts: Dispatcher.DispatchOptions): Ar
   return pairs
 }
 
+/** The pairs with a prepared body's Content-Digest, and its Content-Type in place of any given. */
+function withPrepared (pairs: Array<[string, HeaderValue]>, prepared: PreparedBody): Array<[string, HeaderValue]> {
+  const out = prepared.contentType === null ? pairs : pairs.filter(([name]) => name.toLowerCase() !== 'content-type')
+  if (prepared.contentType !== null) out.push(['content-type', prepared.contentType])
+  out.push(['content-digest', prepared.field])
+  return out
+}
+
 /**
  * An interceptor checking the digest fields of every response (options
  * validated here, once; FST_DIGEST_INVALID_OPTION on a bad one):
@@ -69,7 +78,25 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
   const params = normalizeClientOptions(options)
   return (dispatch) => function digestDispatch (opts, handler) {
     const pairs = withFields(params, opts)
-    const method = (opts.method ?? 'GET').toUpperCase()
-    return dispatch({ ...opts, headers: flatHeaders(pairs) as string[] }, new DigestHandler(handler, params, requestFacts(method, pairs)))
+    const send = (fields: Array<[string, HeaderValue]>, body: unknown): boolean => {
+      const method = (opts.method ?? 'GET').toUpperCase()
+      const next = new DigestHandler(handler, params, requestFacts(method, fields))
+      return dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: flatHeaders(fields) as string[] }, next)
+    }
+    const prepared = getHeader(pairs, 'content-digest') === undefined ? prepareBody(opts.body, params.algorithms.slice(0, 1)) : null
+    if (prepared === null) return send(pairs, opts.body)
+    // A Blob or FormData is hashed before the request goes out; its errors
+    // (a file-backed Blob whose file changed) fail the request, as undici's
+    // own asynchronous interceptors do (lib/interceptor/dns.js: the lookup's
+    // error goes to onResponseError before any request started).
+    const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
+    prepared.then((body) => {
+      try {
+        send(withPrepared(pairs, body), body.body)
+      } catch (err) {
+        fail(err as Error)
+      }
+    }, fail)
+    return true
   }
 }

@@ -1,14 +1,19 @@
 // Content-Digest for request content (RFC 9530 §2: the digest of the content
-// as sent). Computed up front, so only for bodies whose bytes are known when
-// the request is dispatched: strings (sent as UTF-8, as undici does),
-// ArrayBuffers and typed arrays (Buffers included). Streams, iterables,
-// FormData and Blobs are sent as they are, unless the caller gives the field
-// (digestHeaders() for bytes sent through fetch, which hands the dispatcher
-// every body as a stream).
-import type { DigestAlgorithm, DigestibleBody } from '../../types/client'
+// as sent). Bytes known when the request is dispatched are hashed there:
+// strings (sent as UTF-8, as undici does), ArrayBuffers and typed arrays
+// (Buffers included). A Blob is hashed as a stream before the request goes
+// out (its bytes are fixed: a Blob is immutable, and a file-backed one fails
+// to read if its file changed), then sent as it is; a FormData is first
+// serialized (./form-data.ts), then hashed and sent the same way. Streams and
+// iterables are sent as they are, unless the caller gives the field.
+// fetch hands the dispatcher every body as a stream: digestHeaders() and
+// digestBody() compute the field for its headers.
+import type { DigestAlgorithm, DigestedBody, DigestibleBody } from '../../types/client'
 import { ALGORITHMS } from '../algorithms'
+import { MultiDigester } from '../digest-stream'
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from '../errors'
-import { digestFieldOf } from '../fields'
+import { digestFieldOf, serializeDigestField } from '../fields'
+import { formDataBlob, isFormData } from './form-data'
 
 /** A body's bytes (or text, hashed as UTF-8) when known up front; else null. */
 export function knownBytes (body: unknown): Uint8Array | string | null {
@@ -16,6 +21,43 @@ export function knownBytes (body: unknown): Uint8Array | string | null {
   if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
   if (body instanceof ArrayBuffer) return new Uint8Array(body)
   return null
+}
+
+/** What is sent for a Blob or FormData body, once hashed. */
+export interface PreparedBody {
+  /** The body to send: the Blob itself, or the FormData's serialization. */
+  body: Blob
+  /** The Content-Type to send (a FormData's, with its boundary), or null to leave it. */
+  contentType: string | null
+  /** The Content-Digest value. */
+  field: string
+}
+
+/** The Content-Digest of a Blob's bytes, read as a stream (Byte Sequences, as for known bytes). */
+async function blobField (blob: Blob, algorithms: readonly DigestAlgorithm[]): Promise<string> {
+  const hasher = new MultiDigester(algorithms)
+  for await (const chunk of blob.stream()) hasher.update(chunk)
+  return serializeDigestField(hasher.digest(), { strict: true })
+}
+
+/**
+ * For a Blob or FormData body, the body to send and its Content-Digest,
+ * computed asynchronously; null for any other body.
+ */
+export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[]): Promise<PreparedBody> | null {
+  const blob = body instanceof Blob ? body : isFormData(body) ? formDataBlob(body) : null
+  if (blob === null) return null
+  const contentType = blob === body ? null : blob.type
+  return blobField(blob, algorithms).then((field) => ({ body: blob, contentType, field }))
+}
+
+function algorithmList (caller: string, algorithm: DigestAlgorithm | readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
+  const algorithms: readonly DigestAlgorithm[] = typeof algorithm === 'string' ? [algorithm] : algorithm
+  if (algorithms.length === 0) throw new TypeError(`${caller} needs at least one algorithm`)
+  for (const key of algorithms) {
+    if (!ALGORITHMS.has(key)) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(key))
+  }
+  return algorithms
 }
 
 /**
@@ -29,13 +71,27 @@ export function digestHeaders (
   algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256'
 ): { 'content-digest': string } {
   const bytes = knownBytes(body)
-  if (bytes === null) throw new TypeError('digestHeaders() takes a string, an ArrayBuffer or a typed array (Buffer, Uint8Array, …)')
-  const algorithms: readonly DigestAlgorithm[] = typeof algorithm === 'string' ? [algorithm] : algorithm
-  if (algorithms.length === 0) throw new TypeError('digestHeaders() needs at least one algorithm')
-  for (const key of algorithms) {
-    if (!ALGORITHMS.has(key)) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(key))
-  }
+  if (bytes === null) throw new TypeError('digestHeaders() takes a string, an ArrayBuffer or a typed array (Buffer, Uint8Array, …); use digestBody() for a Blob or FormData')
+  const algorithms = algorithmList('digestHeaders()', algorithm)
   // Byte Sequences throughout (the strict serialization): every RFC 9530
   // recipient reads them, also for unixsum/unixcksum.
   return { 'content-digest': digestFieldOf(algorithms, bytes, true) as string }
+}
+
+/**
+ * The body to send and the headers that go with it, for any body whose
+ * bytes are fixed: bytes as digestHeaders(), a Blob hashed as a stream, a
+ * FormData serialized to a Blob (its Content-Type, with the boundary, in
+ * the headers). For fetch(), which cannot be given the field any other way.
+ */
+export async function digestBody (
+  body: DigestibleBody | Blob | FormData,
+  algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256'
+): Promise<DigestedBody> {
+  const algorithms = algorithmList('digestBody()', algorithm)
+  if (knownBytes(body) !== null) return { body: body as DigestibleBody, headers: digestHeaders(body as DigestibleBody, algorithms) }
+  const prepared = prepareBody(body, algorithms)
+  if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
+  const { body: blob, contentType, field } = await prepared
+  return { body: blob, headers: contentType === null ? { 'content-digest': field } : { 'content-digest': field, 'content-type': contentType } }
 }

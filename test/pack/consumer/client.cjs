@@ -20,6 +20,8 @@ async function exerciseClient ({ Fastify, digestFields, undici, client }) {
   try {
     await app.register(digestFields)
     app.get('/items', async () => ({ items: [1, 2, 3] }))
+    app.post('/form', async (request) => request.digestVerification)
+    app.addContentTypeParser('multipart/form-data', (_request, payload, done) => { payload.resume(); payload.on('end', () => done(null, null)) })
     const base = await app.listen({ port: 0, host: '127.0.0.1' })
     const good = await undici.request(`${base}/items`, { dispatcher })
     assert.deepEqual(await good.body.json(), { items: [1, 2, 3] })
@@ -32,6 +34,14 @@ async function exerciseClient ({ Fastify, digestFields, undici, client }) {
 
     const headers = client.digestHeaders('hello')
     assert.equal(headers['content-digest'], `sha-256=:${createHash('sha256').update('hello').digest('base64')}:`)
+    const blob = await client.digestBody(new Blob(['hello']))
+    assert.equal(blob.headers['content-digest'], headers['content-digest'])
+
+    // A FormData upload through the interceptor: serialized, hashed, verified by the plugin.
+    const form = new FormData()
+    form.append('file', new Blob(['hello']), 'hello.txt')
+    const upload = await undici.request(`${base}/form`, { dispatcher, method: 'POST', body: form, headers: { 'want-content-digest': 'sha-256=10' } })
+    assert.equal((await upload.body.json()).verified, true)
     return { clientVerified: true }
   } finally {
     wrong.close()

@@ -7,7 +7,7 @@ import Fastify from 'fastify'
 import compress from '@fastify/compress'
 import digestFields, { computeDigest, fastifyDigestFields } from 'fastify-digest-fields'
 import * as undici from 'undici'
-import { digestHeaders, digestInterceptor, clientErrors } from 'fastify-digest-fields/client'
+import { digestBody, digestHeaders, digestInterceptor, clientErrors } from 'fastify-digest-fields/client'
 import { exercise } from './exercise.cjs'
 import { exerciseClient } from './client.cjs'
 
@@ -17,5 +17,5 @@ assert.equal(typeof computeDigest, 'function', 'the named computeDigest')
 
 assert.equal(typeof digestInterceptor, 'function', 'the named digestInterceptor of fastify-digest-fields/client')
 assert.equal(typeof clientErrors.FST_DIGEST_RESPONSE_MISMATCH, 'function', 'the named clientErrors')
-await exerciseClient({ Fastify, digestFields, undici, client: { digestInterceptor, digestHeaders } })
+await exerciseClient({ Fastify, digestFields, undici, client: { digestInterceptor, digestHeaders, digestBody } })
 console.log(JSON.stringify(await exercise({ Fastify, compress, digestFields })))
