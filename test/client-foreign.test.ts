@@ -112,6 +112,7 @@ const ROUTES: Record<string, Route> = {
   '/problem-not-object': problem('"digest"'),
   '/problem-large': problem({ type: 'https://iana.org/assignments/http-problem-types#digest-invalid-values', pad: 'x'.repeat(70_000) }),
   '/problem-gzip': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip' }, gzipSync(JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#digest-invalid-values', detail: 'bad', invalid_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest' }] })), 400),
+  '/problem-gzip-br': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip, br' }, brotliCompressSync(gzipSync(JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', detail: 'stacked', mismatched_digests: [{ algorithm: 'sha-512', header: 'Content-Digest' }] }))), 400),
   '/problem-identity': send({ 'content-type': 'application/problem+json', 'content-encoding': 'identity' }, JSON.stringify({ code: 'FST_DIGEST_MISSING', title: 'Bad Request' }), 400),
   '/problem-unknown-coding': send({ 'content-type': 'application/problem+json', 'content-encoding': 'x-custom' }, JSON.stringify({ code: 'FST_DIGEST_MISSING' }), 400),
   '/problem-broken-gzip': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip' }, JSON.stringify({ code: 'FST_DIGEST_MISSING' }), 400),
@@ -246,6 +247,9 @@ test('a 406 to a request with digest fields, and digest problem details', async 
     t.match(rejected.error?.message, /does not match the content/)
     assertFailure(t, await call(kind, dispatcher, `${base}/problem-code`, { method: 'POST', body: 'x' }), 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
     assertFailure(t, await call(kind, dispatcher, `${base}/problem-gzip`), 'FST_DIGEST_REQUEST_REJECTED', 'Repr-Digest', 'sha-512')
+    const stacked = await call(kind, dispatcher, `${base}/problem-gzip-br`)
+    assertFailure(t, stacked, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', 'sha-512')
+    t.match(stacked.error?.message, /stacked$/, 'both codings undone')
     const identity = await call(kind, dispatcher, `${base}/problem-identity`)
     assertFailure(t, identity, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
     t.match(identity.error?.message, /Bad Request$/)
