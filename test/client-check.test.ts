@@ -1,10 +1,11 @@
 // The response check and the side decoder on their own: cases a server
 // rarely produces (a 206 with trailers, HTTP/2 trailer objects, a decoder
-// that ends twice or overflows before its end).
+// that ends twice or overflows before its end), and the Content-Encoding
+// list read the same way for the side decoder and problem bodies.
 import { test } from 'tap'
 import { PassThrough } from 'node:stream'
 import { ResponseCheck } from '../lib/client/response-check'
-import { SideDecoder } from '../lib/client/side-decoder'
+import { MAX_CODINGS, SideDecoder, codingsOf, sideDecoder } from '../lib/client/side-decoder'
 import { DigestHandler } from '../lib/client/handler'
 import { normalizeClientOptions } from '../lib/client/options'
 import type { DigestClientError } from '../types/client'
@@ -38,14 +39,51 @@ test('HTTP/2 trailers as an object on the controller (array values too)', async 
 
 test('the side decoder settles once, and an end after an overflow answers at once', async (t) => {
   const source = new PassThrough()
-  const decoder = new SideDecoder(source, ['sha-256'], 4)
+  const decoder = new SideDecoder([source], ['sha-256'], 4)
   source.emit('end')
   source.emit('error', new Error('late'))
   t.ok(decoder.digests !== null, 'the first settlement stays')
   const small = new PassThrough()
-  const capped = new SideDecoder(small, ['sha-256'], 4)
+  const capped = new SideDecoder([small], ['sha-256'], 4)
   small.write(Buffer.from('more than four'))
   await new Promise((resolve) => setImmediate(resolve))
   await new Promise<void>((resolve) => capped.end(resolve))
   t.equal(capped.digests, null)
+})
+
+test('codingsOf: the Content-Encoding list as applied (RFC 9110 §8.4)', async (t) => {
+  t.same(codingsOf('gzip, br'), ['gzip', 'br'])
+  t.same(codingsOf(' Deflate ,GZIP,  x-gzip '), ['deflate', 'gzip', 'x-gzip'], 'case-insensitive, optional whitespace')
+  t.same(codingsOf('identity, br, , identity'), ['br'], 'identity and empty list elements are no coding')
+  t.same(codingsOf(undefined), [])
+  t.same(codingsOf(' , identity'), [])
+  t.equal(codingsOf('gzip, x-unknown'), null, 'a coding node:zlib does not decode')
+  t.equal(codingsOf('zstd'), null)
+  t.equal(codingsOf('toString'), null, 'not an inherited property')
+  t.same(codingsOf(Array(MAX_CODINGS).fill('br').join()), Array(MAX_CODINGS).fill('br'))
+  t.equal(codingsOf(Array(MAX_CODINGS + 1).fill('br').join()), null, 'more codings than fetch decodes')
+  t.equal(sideDecoder('identity, identity', ['sha-256'], 4), null, 'nothing to decode: the coded reading is the decoded one')
+  t.equal(sideDecoder('gzip, x-unknown', ['sha-256'], 4), null)
+})
+
+test('a chain of decoders: an error in the first or a later one, destroy', async (t) => {
+  const first = new PassThrough()
+  const second = new PassThrough()
+  const failing = new SideDecoder([first, second], ['sha-256'], 1024)
+  t.equal(failing.write(Buffer.from('ab')), true)
+  second.emit('error', new Error('the second decoder fails'))
+  t.ok(first.destroyed && second.destroyed, 'every decoder is dropped')
+  t.equal(failing.write(Buffer.from('cd')), true, 'settled: takes and drops')
+  await new Promise<void>((resolve) => failing.end(resolve))
+  t.equal(failing.digests, null)
+  const a = new PassThrough()
+  const b = new PassThrough()
+  const dropped = new SideDecoder([a, b], ['sha-256'], 1024)
+  let released = 0
+  dropped.onRelease(() => { released++ })
+  dropped.destroy()
+  t.ok(a.destroyed && b.destroyed)
+  t.equal(released, 1)
+  a.emit('error', new Error('late'))
+  t.equal(dropped.digests, null, 'a late error is listened to, and changes nothing')
 })

@@ -8,7 +8,7 @@ import { test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createH2Server, type ServerHttp2Stream } from 'node:http2'
 import { once } from 'node:events'
-import { gzipSync } from 'node:zlib'
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
 import { randomBytes } from 'node:crypto'
 import { H2CClient } from 'undici'
 import { digestInterceptor } from '../lib/client/index'
@@ -22,6 +22,17 @@ const GZ = gzipSync(BODY)
 // decoder's input queue fills and the response is held for it.
 const RANDOM = randomBytes(4 * 1024 * 1024)
 const RANDOM_GZ = gzipSync(RANDOM)
+// Stacked codings, listed in the order they were applied (RFC 9110 §8.4):
+// `gzip, br` is br(gzip(BODY)), `deflate, gzip` is gzip(deflate(BODY)).
+const GZ_BR = brotliCompressSync(GZ)
+const DEFLATE_GZ = gzipSync(deflateSync(BODY))
+const RANDOM_DEFLATE_GZ = gzipSync(deflateSync(RANDOM))
+// `gzip, deflate, br` whose middle coding does not decode: the brotli layer
+// does, and what it holds is not deflate.
+const BROKEN_MIDDLE = brotliCompressSync('not deflate at all')
+const gzipTimes = (n: number): Buffer => n === 0 ? Buffer.from(BODY) : gzipSync(gzipTimes(n - 1))
+const GZ5 = gzipTimes(5)
+const GZ6 = gzipTimes(6)
 const ZERO = 'sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:'
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void
@@ -71,6 +82,21 @@ const ROUTES: Record<string, Route> = {
   '/gzip-broken': send({ 'content-encoding': 'gzip', 'repr-digest': sf(OTHER) }, 'not gzip at all'),
   '/gzip-broken-coded': send({ 'content-encoding': 'gzip', 'repr-digest': sf('not gzip at all') }, 'not gzip at all'),
   '/gzip-invalid': send({ 'content-encoding': 'gzip', 'repr-digest': 'sha-256=:AAAA:' }, GZ),
+  '/gzip-br-decoded': send({ 'content-encoding': 'gzip, br', 'content-digest': sf(GZ_BR), 'repr-digest': sf(BODY) }, GZ_BR),
+  '/gzip-br-coded': send({ 'content-encoding': 'gzip, br', 'repr-digest': sf(GZ_BR) }, GZ_BR),
+  '/gzip-br-wrong': send({ 'content-encoding': 'gzip, br', 'repr-digest': sf(OTHER) }, GZ_BR),
+  // Two field lines (a list, RFC 9110 §5.3), any case, optional whitespace.
+  '/deflate-gzip-decoded': send({ 'content-encoding': ['Deflate', ' GZIP '], 'repr-digest': sf(BODY) }, DEFLATE_GZ),
+  '/deflate-gzip-wrong': send({ 'content-encoding': 'deflate,gzip', 'repr-digest': sf(OTHER) }, DEFLATE_GZ),
+  '/deflate-gzip-large': send({ 'content-encoding': 'deflate, gzip', 'repr-digest': sf(RANDOM) }, RANDOM_DEFLATE_GZ),
+  '/gzip-identity-br': send({ 'content-encoding': 'gzip, identity, br', 'repr-digest': sf(BODY) }, GZ_BR),
+  '/gzip-unknown-decoded': send({ 'content-encoding': 'gzip, x-unknown', 'repr-digest': sf(BODY) }, GZ),
+  '/gzip-unknown-coded': send({ 'content-encoding': 'gzip, x-unknown', 'repr-digest': sf(GZ) }, GZ),
+  '/broken-middle': send({ 'content-encoding': 'gzip, deflate, br', 'repr-digest': sf(BODY) }, BROKEN_MIDDLE),
+  '/broken-middle-coded': send({ 'content-encoding': 'gzip, deflate, br', 'repr-digest': sf(BROKEN_MIDDLE) }, BROKEN_MIDDLE),
+  '/gzip-5': send({ 'content-encoding': Array(5).fill('gzip').join(', '), 'repr-digest': sf(BODY) }, GZ5),
+  '/gzip-6': send({ 'content-encoding': Array(6).fill('gzip').join(', '), 'repr-digest': sf(BODY) }, GZ6),
+  '/gzip-6-coded': send({ 'content-encoding': Array(6).fill('gzip').join(', '), 'repr-digest': sf(GZ6) }, GZ6),
   '/unknown-coding': send({ 'content-encoding': 'x-custom', 'repr-digest': sf(BODY) }),
   '/identity': send({ 'content-encoding': 'identity', 'repr-digest': sf(BODY) }),
   '/head': send({ 'content-digest': sf(''), 'repr-digest': sf(OTHER) }),
@@ -86,6 +112,7 @@ const ROUTES: Record<string, Route> = {
   '/problem-not-object': problem('"digest"'),
   '/problem-large': problem({ type: 'https://iana.org/assignments/http-problem-types#digest-invalid-values', pad: 'x'.repeat(70_000) }),
   '/problem-gzip': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip' }, gzipSync(JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#digest-invalid-values', detail: 'bad', invalid_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest' }] })), 400),
+  '/problem-gzip-br': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip, br' }, brotliCompressSync(gzipSync(JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', detail: 'stacked', mismatched_digests: [{ algorithm: 'sha-512', header: 'Content-Digest' }] }))), 400),
   '/problem-identity': send({ 'content-type': 'application/problem+json', 'content-encoding': 'identity' }, JSON.stringify({ code: 'FST_DIGEST_MISSING', title: 'Bad Request' }), 400),
   '/problem-unknown-coding': send({ 'content-type': 'application/problem+json', 'content-encoding': 'x-custom' }, JSON.stringify({ code: 'FST_DIGEST_MISSING' }), 400),
   '/problem-broken-gzip': send({ 'content-type': 'application/problem+json', 'content-encoding': 'gzip' }, JSON.stringify({ code: 'FST_DIGEST_MISSING' }), 400),
@@ -220,6 +247,9 @@ test('a 406 to a request with digest fields, and digest problem details', async 
     t.match(rejected.error?.message, /does not match the content/)
     assertFailure(t, await call(kind, dispatcher, `${base}/problem-code`, { method: 'POST', body: 'x' }), 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
     assertFailure(t, await call(kind, dispatcher, `${base}/problem-gzip`), 'FST_DIGEST_REQUEST_REJECTED', 'Repr-Digest', 'sha-512')
+    const stacked = await call(kind, dispatcher, `${base}/problem-gzip-br`)
+    assertFailure(t, stacked, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', 'sha-512')
+    t.match(stacked.error?.message, /stacked$/, 'both codings undone')
     const identity = await call(kind, dispatcher, `${base}/problem-identity`)
     assertFailure(t, identity, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
     t.match(identity.error?.message, /Bad Request$/)
@@ -268,5 +298,67 @@ test('a response cut short fails with undici\'s own error, the side decoder drop
     const out = await call(kind, dispatcher, `${base}/cut`, { headers: { 'accept-encoding': 'gzip' } })
     t.ok(out.error !== null)
     t.notOk(String(out.error?.code).startsWith('FST_DIGEST_'), String(out.error?.code))
+  }
+})
+
+test('stacked codings: Repr-Digest of the bytes with every coding undone', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  for (const kind of KINDS) {
+    const decoded = await call(kind, dispatcher, `${base}/gzip-br-decoded`)
+    t.equal(decoded.error, null, `${kind} /gzip-br-decoded: ${String(decoded.error?.message)}`)
+    // fetch undoes both codings itself (undici 7.30.2, lib/web/fetch/index.js:2239-2268: the list split on commas, decoded last first).
+    t.same(decoded.body, kind === 'fetch' ? Buffer.from(BODY) : GZ_BR, `${kind}: what the caller gets`)
+    t.equal((await call(kind, dispatcher, `${base}/gzip-br-coded`)).error, null, `${kind}: the coded reading still matches`)
+    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-br-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    const lines = await call(kind, dispatcher, `${base}/deflate-gzip-decoded`)
+    t.equal(lines.error, null, `${kind} /deflate-gzip-decoded: ${String(lines.error?.message)}`)
+    t.same(lines.body, kind === 'fetch' ? Buffer.from(BODY) : DEFLATE_GZ)
+    assertFailure(t, await call(kind, dispatcher, `${base}/deflate-gzip-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    // 4 MiB incompressible through two decoders: the response is held on the first one's queue.
+    const large = await call(kind, dispatcher, `${base}/deflate-gzip-large`)
+    t.equal(large.error, null, `${kind} /deflate-gzip-large: ${String(large.error?.message)}`)
+    t.equal(large.body.length, kind === 'fetch' ? RANDOM.length : RANDOM_DEFLATE_GZ.length)
+    // An `identity` in the list is no coding here; fetch takes it for one it
+    // does not know and decodes nothing (lib/web/fetch/index.js:2266-2268).
+    const identity = await call(kind, dispatcher, `${base}/gzip-identity-br`)
+    t.equal(identity.error, null, `${kind} /gzip-identity-br: ${String(identity.error?.message)}`)
+    t.same(identity.body, GZ_BR)
+    t.equal((await call(kind, dispatcher, `${base}/gzip-5`)).error, null, `${kind}: five codings are decoded`)
+  }
+})
+
+test('stacked codings that cannot be decoded here: the coded reading only', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  const capped = digestAgent(t, { maxDecodedSize: 4 })
+  const strict = digestAgent(t, { strict: true })
+  for (const kind of KINDS) {
+    // An unknown coding in the list: nothing is decoded (fetch passes the coded bytes on too).
+    const coded = await call(kind, dispatcher, `${base}/gzip-unknown-coded`)
+    t.equal(coded.error, null, `${kind} /gzip-unknown-coded: ${String(coded.error?.message)}`)
+    t.same(coded.body, GZ)
+    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-unknown-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    // Past maxDecodedSize, and in strict mode.
+    assertFailure(t, await call(kind, capped, `${base}/gzip-br-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, capped, `${base}/gzip-br-coded`)).error, null)
+    assertFailure(t, await call(kind, strict, `${base}/gzip-br-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, strict, `${base}/gzip-br-coded`)).error, null)
+  }
+  for (const kind of ['request', 'stream'] as const) {
+    // The middle decoder fails: the decoded reading is unavailable, the coded one still applies.
+    assertFailure(t, await call(kind, dispatcher, `${base}/broken-middle`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, dispatcher, `${base}/broken-middle-coded`)).error, null)
+    // More codings than fetch decodes (side-decoder.ts MAX_CODINGS): not decoded.
+    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-6`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, dispatcher, `${base}/gzip-6-coded`)).error, null)
+  }
+  // fetch decodes them itself: its own decoding fails first, whatever the
+  // digest, and it refuses more than five codings before the body
+  // (lib/web/fetch/index.js:2231-2237).
+  t.ok((await call('fetch', dispatcher, `${base}/broken-middle`)).error !== null)
+  t.equal((await call('fetch', dispatcher, `${base}/broken-middle-coded`)).error?.code, 'Z_DATA_ERROR')
+  for (const path of ['/gzip-6', '/gzip-6-coded']) {
+    t.match((await call('fetch', dispatcher, base + path)).error?.message, /too many content-encodings/)
   }
 })

@@ -5,6 +5,7 @@
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import type { DigestClientError } from '../../types/client'
 import { rejected } from './failure'
+import { codingsOf, type Coding } from './side-decoder'
 
 const DIGEST_TYPE = 'https://iana.org/assignments/http-problem-types#digest-'
 /** Problem bodies are small; a larger one is not read as one. */
@@ -15,20 +16,22 @@ export function mayBeProblem (statusCode: number, contentType: string | undefine
   return statusCode >= 400 && contentType !== undefined && contentType.trim().toLowerCase().startsWith('application/problem+json')
 }
 
-const DECODE: Readonly<Record<string, (data: Buffer, options: { maxOutputLength: number }) => Buffer>> = {
+const DECODE: Readonly<Record<Coding, (data: Buffer, options: { maxOutputLength: number }) => Buffer>> = {
   gzip: gunzipSync,
   'x-gzip': gunzipSync,
   deflate: inflateSync,
   br: brotliDecompressSync
 }
 
-/** The problem's JSON text, decoded when it came coded (fetch asks for gzip, deflate and br). */
+/**
+ * The problem's JSON text, decoded when it came coded (fetch asks for gzip,
+ * deflate and br): the last coding applied is undone first (RFC 9110 §8.4),
+ * each step capped. Codings not decoded here give no text.
+ */
 function problemText (body: Buffer, contentEncoding: string | undefined): string {
-  const coding = (contentEncoding ?? '').trim().toLowerCase()
-  if (coding === '' || coding === 'identity') return body.toString('utf8')
-  const decode = Object.hasOwn(DECODE, coding) ? DECODE[coding] : undefined
-  if (decode === undefined) return ''
-  return decode(body, { maxOutputLength: MAX_PROBLEM_SIZE }).toString('utf8')
+  const codings = codingsOf(contentEncoding)
+  if (codings === null) return ''
+  return codings.reduceRight((data, coding) => DECODE[coding](data, { maxOutputLength: MAX_PROBLEM_SIZE }), body).toString('utf8')
 }
 
 interface Member { header?: unknown, algorithm?: unknown }

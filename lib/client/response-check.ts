@@ -8,7 +8,8 @@
 //   Content-Encoding that is the same bytes. With one, RFC 9530 §3 and
 //   Appendix A count the coding as part of the representation (the coded
 //   bytes: the only reading in strict mode); the plugin's default mode digests
-//   the representation before coding, so by default either reading matches.
+//   the representation before coding (every coding listed undone, last
+//   applied first: side-decoder.ts), so by default either reading matches.
 // * HEAD has no content: Content-Digest is checked over no bytes, and
 //   Repr-Digest (that of what a GET would send, RFC 9530 §3.1) is not checked;
 //   neither is a 206's Repr-Digest (the whole representation, not this part),

@@ -2,62 +2,108 @@
 // the representation before content coding (the plugin's default mode, see
 // the README's "Default and strict mode"). The coded bytes are decoded on
 // the side with node:zlib and the decoded bytes hashed; what the caller
-// receives is untouched. Capped: past `limit` decoded bytes (or on a decoding
-// error, or a coding node:zlib does not have) the reading is unavailable,
-// and only the coded reading (RFC 9530 §3) can match.
-import { createBrotliDecompress, createGunzip, createInflate, type Gunzip } from 'node:zlib'
+// receives is untouched. Content-Encoding lists the codings in the order
+// they were applied (RFC 9110 §8.4), so a `gzip, br` body is decoded by a
+// brotli decoder piped into a gunzip: one decoder per coding, the last
+// applied first. Capped: past `limit` decoded bytes (or on a decoding error
+// in any of the decoders, or a coding node:zlib does not have) the reading
+// is unavailable, and only the coded reading (RFC 9530 §3) can match.
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import type { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
 import { MultiDigester, type DigestResults } from '../digest-stream'
 
-const DECODERS: Readonly<Record<string, () => Transform>> = {
+const DECODERS = {
   gzip: createGunzip,
   'x-gzip': createGunzip,
   deflate: createInflate,
   br: createBrotliDecompress
+} as const satisfies Readonly<Record<string, () => Transform>>
+
+/** A content coding node:zlib decodes (RFC 9110 §8.4.1), lowercased. */
+export type Coding = keyof typeof DECODERS
+
+/**
+ * At most as many codings as undici's fetch decodes (5, the limit curl set
+ * for CVE-2022-32206): each is a zlib stream with a window of its own, and a
+ * Content-Encoding of a thousand codings would otherwise cost a thousand.
+ */
+export const MAX_CODINGS = 5
+
+/**
+ * The codings of a Content-Encoding value in the order they were applied
+ * (RFC 9110 §8.4), lowercased (§8.4.1: case-insensitive), without `identity`
+ * (no coding) or empty list elements (§5.6.1); [] when none is left. Null
+ * when one is not a coding node:zlib decodes, or there are more than
+ * MAX_CODINGS: the content cannot be decoded here.
+ */
+export function codingsOf (contentEncoding: string | undefined): Coding[] | null {
+  const codings: Coding[] = []
+  for (const element of (contentEncoding ?? '').split(',')) {
+    const coding = element.trim().toLowerCase()
+    if (coding === '' || coding === 'identity') continue
+    if (!Object.hasOwn(DECODERS, coding)) return null
+    codings.push(coding as Coding)
+  }
+  return codings.length > MAX_CODINGS ? null : codings
 }
 
 export class SideDecoder {
-  readonly #decoder: Transform
+  /** The decoders in decoding order: the coded bytes go into the first, the decoded ones come out of the last. */
+  readonly #stages: readonly [Transform, ...Transform[]]
   readonly #hasher: MultiDigester
   readonly #limit: number
   #done: (() => void) | null = null
   #release: () => void = () => {}
   #settled = false
-  /** The decoded digests, once the decoder ended within the limit; else null. */
+  /** The decoded digests, once the last decoder ended within the limit; else null. */
   digests: DigestResults | null = null
 
-  constructor (decoder: Transform, algorithms: readonly DigestAlgorithm[], limit: number) {
-    this.#decoder = decoder
+  constructor (stages: readonly [Transform, ...Transform[]], algorithms: readonly DigestAlgorithm[], limit: number) {
+    this.#stages = stages
     this.#hasher = new MultiDigester(algorithms)
     this.#limit = limit
-    decoder.on('data', (chunk: Buffer) => {
+    // pipe() carries data, backpressure and the end from one decoder to the
+    // next, not errors: each decoder's error is listened to here. `on`, not
+    // `once`: a decoder may fail after the reading settled (a later one
+    // ended first), and an error nobody listens to would throw.
+    for (const stage of stages) stage.on('error', () => this.#settle(false))
+    const last = stages.reduce((from, to) => from.pipe(to))
+    last.on('data', (chunk: Buffer) => {
       if (this.#hasher.bytes + chunk.length > this.#limit) {
         this.#settle(false)
         return
       }
       this.#hasher.update(chunk)
     })
-    decoder.on('drain', () => this.#release())
-    decoder.once('end', () => this.#settle(true))
-    decoder.once('error', () => this.#settle(false))
+    last.once('end', () => this.#settle(true))
+    // The response is held on the first decoder's input queue only: a later
+    // one that is full pauses the pipe into it, which fills that queue.
+    stages[0].on('drain', () => this.#release())
   }
 
   #settle (ok: boolean): void {
     if (this.#settled) return
     this.#settled = true
     if (ok) this.digests = this.#hasher.digest()
-    else this.#decoder.destroy()
+    // Every decoder: after an error or the cap the others would go on (pipe()
+    // does not pass errors on), and after the end an earlier one may still
+    // hold content past its coding's end.
+    this.#destroyStages()
     this.#release()
     this.#done?.()
   }
 
-  /** False when the decoder's input queue is full: hold the response until `onRelease`. */
-  write (chunk: Uint8Array): boolean {
-    return this.#settled || this.#decoder.write(chunk)
+  #destroyStages (): void {
+    for (const stage of this.#stages) stage.destroy()
   }
 
-  /** Called when the decoder can take more again, or has stopped. */
+  /** False when the first decoder's input queue is full: hold the response until `onRelease`. */
+  write (chunk: Uint8Array): boolean {
+    return this.#settled || this.#stages[0].write(chunk)
+  }
+
+  /** Called when the first decoder can take more again, or the reading has settled. */
   onRelease (release: () => void): void {
     this.#release = release
   }
@@ -66,24 +112,24 @@ export class SideDecoder {
   end (done: () => void): void {
     this.#done = done
     if (this.#settled) done()
-    else this.#decoder.end()
+    else this.#stages[0].end()
   }
 
-  /** Drop the decoder (the response failed or was aborted). */
+  /** Drop the decoders (the response failed or was aborted). */
   destroy (): void {
     this.#settled = true
-    this.#decoder.destroy()
+    this.#destroyStages()
     this.#release()
   }
 }
 
 /**
- * A decoder for a Content-Encoding value, or null when it names no single
- * coding node:zlib decodes (several codings, or an unknown one).
+ * A decoder for a Content-Encoding value, or null when it names no coding
+ * (absent, empty, only `identity`: the coded reading is the decoded one) or
+ * one node:zlib does not decode (codingsOf).
  */
 export function sideDecoder (contentEncoding: string, algorithms: readonly DigestAlgorithm[], limit: number): SideDecoder | null {
-  const coding = contentEncoding.trim().toLowerCase()
-  const make = Object.hasOwn(DECODERS, coding) ? DECODERS[coding] : undefined
-  if (make === undefined) return null
-  return new SideDecoder(make() as Gunzip, algorithms, limit)
+  // Decoding undoes the codings in reverse order, the last applied first (RFC 9110 §8.4).
+  const [first, ...rest] = (codingsOf(contentEncoding) ?? []).reverse().map((coding) => DECODERS[coding]())
+  return first === undefined ? null : new SideDecoder([first, ...rest], algorithms, limit)
 }
