@@ -137,9 +137,9 @@ test('a Blob body, and a FormData with a Content-Digest the caller gives (kept, 
   const blob = await call('stream', dispatcher, `${base}/blob`, { method: 'POST', body: new Blob(['{"a":1}'], { type: 'application/json' }) as never })
   t.equal(blob.error, null, String(blob.error?.message))
   t.equal(blob.status, 200)
-  // Sent as it is, so serialized by undici: undici's own FormData (undici
-  // 7.30.2's extractBody does not know Node's global FormData class, and
-  // its body stream then throws `action is not a function`).
+  // Sent as it is, so serialized by undici: undici's own FormData (on Node
+  // 20, undici 7.30.2's extractBody does not recognize the global FormData
+  // class, and its body stream then throws `action is not a function`).
   const given = await call('request', dispatcher, `${base}/form`, { method: 'POST', headers: { 'content-digest': sf('something else') }, body: form(UndiciFormData as unknown as typeof FormData) as never })
   assertFailure(t, given, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', 'sha-256')
 })
