@@ -101,6 +101,28 @@ test('FormData through request and stream, HTTP/1.1 and HTTP/2, to the plugin an
   }
 })
 
+test('FormData and Blob through a bare dispatcher.dispatch', async (t) => {
+  const base = await pluginServer(t)
+  const agent = new Agent()
+  t.teardown(() => agent.close())
+  const dispatcher = agent.compose(digestInterceptor({ verify: 'required', want: 'sha-256' }))
+  const dispatchOnce = (path: string, body: unknown): Promise<Outcome> => new Promise((resolve) => {
+    const out: Outcome = { status: 0, headers: {}, body: Buffer.alloc(0), trailers: {}, error: null }
+    const chunks: Buffer[] = []
+    dispatcher.dispatch({ origin: base, path, method: 'POST', body: body as never }, {
+      onRequestStart () {},
+      onResponseStart (_controller, statusCode) { out.status = statusCode },
+      onResponseData (_controller, chunk) { chunks.push(chunk) },
+      onResponseEnd () { resolve({ ...out, body: Buffer.concat(chunks) }) },
+      onResponseError (_controller, err) { resolve({ ...out, error: err }) }
+    } as Dispatcher.DispatchHandler)
+  })
+  assertForm(t, await dispatchOnce('/form', form()), 'dispatch FormData')
+  const blob = await dispatchOnce('/blob', new Blob(['{"a":1}'], { type: 'application/x-test' }))
+  t.equal(blob.error, null, String(blob.error?.message))
+  t.match(JSON.parse(blob.body.toString()), { type: 'application/x-test', length: 7, verification: { verified: true } })
+})
+
 test('a file-backed Blob (fs.openAsBlob) in a FormData and as the body; a changed file fails the request', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'digest-blob-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
