@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { once } from 'node:events'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import multipart from '@fastify/multipart'
-import { Agent, FormData as UndiciFormData, H2CClient, fetch, interceptors, type Dispatcher } from 'undici'
+import { Agent, FormData as UndiciFormData, H2CClient, fetch, interceptors, request, type Dispatcher } from 'undici'
 import digestFields = require('../lib/index')
 import { digestBody, digestInterceptor } from '../lib/client/index'
 import { formDataBlob, isFormData } from '../lib/client/form-data'
@@ -164,6 +164,28 @@ test('a Blob body, and a FormData with a Content-Digest the caller gives (kept, 
   // class, and its body stream then throws `action is not a function`).
   const given = await call('request', dispatcher, `${base}/form`, { method: 'POST', headers: { 'content-digest': sf('something else') }, body: form(UndiciFormData as unknown as typeof FormData) as never })
   assertFailure(t, given, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', 'sha-256')
+})
+
+test('a request aborted while its body is hashed is aborted by undici, and never sent', async (t) => {
+  let requests = 0
+  const server = createServer((req, res) => {
+    requests++
+    req.resume()
+    req.on('end', () => res.end('ok'))
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const dispatcher = digestAgent(t)
+  const big = new Blob([Buffer.alloc(16 * 1024 * 1024, 1)])
+  const controller = new AbortController()
+  const pending = request(base, { dispatcher, method: 'POST', body: big as never, signal: controller.signal })
+  controller.abort() // before the first chunk is hashed
+  await t.rejects(pending, { name: 'AbortError' })
+  const after = await request(base, { dispatcher, method: 'POST', body: new Blob(['x']) as never })
+  t.equal(await after.body.text(), 'ok')
+  t.equal(requests, 1, 'only the second request reached the server')
 })
 
 /** A node:http server that answers with what it received: the body, its headers, and whether the Content-Digest matches (checked by hand). */

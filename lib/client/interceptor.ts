@@ -83,7 +83,8 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
       const next = new DigestHandler(handler, params, requestFacts(method, fields))
       return dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: flatHeaders(fields) as string[] }, next)
     }
-    const prepared = getHeader(pairs, 'content-digest') === undefined ? prepareBody(opts.body, params.algorithms.slice(0, 1)) : null
+    const signal = (opts as { signal?: { aborted?: unknown } | null }).signal
+    const prepared = getHeader(pairs, 'content-digest') === undefined ? prepareBody(opts.body, params.algorithms.slice(0, 1), signal) : null
     if (prepared === null) return send(pairs, opts.body)
     // A Blob or FormData is hashed before the request goes out; its errors
     // (a file-backed Blob whose file changed) fail the request, as undici's
@@ -92,7 +93,9 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
     const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
     prepared.then((body) => {
       try {
-        send(withPrepared(pairs, body), body.body)
+        // Aborted while hashing: undici aborts it before anything is sent.
+        if (body === null) send(pairs, opts.body)
+        else send(withPrepared(pairs, body), body.body)
       } catch (err) {
         fail(err as Error)
       }

@@ -33,22 +33,34 @@ export interface PreparedBody {
   field: string
 }
 
-/** The Content-Digest of a Blob's bytes, read as a stream (Byte Sequences, as for known bytes). */
-async function blobField (blob: Blob, algorithms: readonly DigestAlgorithm[]): Promise<string> {
+/** What can stop the hashing: the request's AbortSignal (undici also takes an EventEmitter, which has no `aborted`). */
+interface Stop { aborted?: unknown }
+
+/**
+ * The Content-Digest of a Blob's bytes, read as a stream (Byte Sequences, as
+ * for known bytes); null when `stop` was aborted on the way (the rest is not
+ * read).
+ */
+async function blobField (blob: Blob, algorithms: readonly DigestAlgorithm[], stop: Stop | null | undefined): Promise<string | null> {
   const hasher = new MultiDigester(algorithms)
-  for await (const chunk of blob.stream()) hasher.update(chunk)
+  for await (const chunk of blob.stream()) {
+    if (stop?.aborted === true) return null
+    hasher.update(chunk)
+  }
   return serializeDigestField(hasher.digest(), { strict: true })
 }
 
 /**
  * For a Blob or FormData body, the body to send and its Content-Digest,
- * computed asynchronously; null for any other body.
+ * computed asynchronously (null once the request's signal aborted: the
+ * request is then passed on as it is, for undici to abort); null for any
+ * other body.
  */
-export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[]): Promise<PreparedBody> | null {
+export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[], stop?: Stop | null): Promise<PreparedBody | null> | null {
   const blob = body instanceof Blob ? body : isFormData(body) ? formDataBlob(body) : null
   if (blob === null) return null
   const contentType = blob === body ? null : blob.type
-  return blobField(blob, algorithms).then((field) => ({ body: blob, contentType, field }))
+  return blobField(blob, algorithms, stop).then((field) => field === null ? null : { body: blob, contentType, field })
 }
 
 function algorithmList (caller: string, algorithm: DigestAlgorithm | readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
@@ -92,6 +104,6 @@ export async function digestBody (
   if (knownBytes(body) !== null) return { body: body as DigestibleBody, headers: digestHeaders(body as DigestibleBody, algorithms) }
   const prepared = prepareBody(body, algorithms)
   if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
-  const { body: blob, contentType, field } = await prepared
+  const { body: blob, contentType, field } = await prepared as PreparedBody // no signal: never null
   return { body: blob, headers: contentType === null ? { 'content-digest': field } : { 'content-digest': field, 'content-type': contentType } }
 }
