@@ -27,3 +27,5 @@ export const interceptor = digestInterceptor({ strict: true })
 export const headers = client.digestHeaders('body')
 // @ts-expect-error: unknown algorithm
 client.digestHeaders('body', 'sha-1')
+export const uploaded: Promise<{ 'content-digest': string, 'content-type'?: string }> =
+  client.digestBody(new FormData()).then((sent) => sent.headers)

@@ -63,11 +63,12 @@ export async function build () {
 
 // fastify-digest-fields/client, with undici.
 import { Agent } from 'undici'
-import { digestHeaders, digestInterceptor, type DigestClientError, type DigestInterceptorOptions } from 'fastify-digest-fields/client'
+import { digestBody, digestHeaders, digestInterceptor, type DigestClientError, type DigestedBody, type DigestInterceptorOptions } from 'fastify-digest-fields/client'
 
 const clientOptions: DigestInterceptorOptions = { algorithms: ['sha-512'], verify: 'required', want: { repr: 'sha-512' } }
 export const dispatcher = new Agent().compose(digestInterceptor(clientOptions))
 export const uploadHeaders: { 'content-digest': string } = digestHeaders(new Uint8Array([1, 2, 3]), 'sha-256')
+export const formUpload: Promise<DigestedBody> = digestBody(new FormData(), ['sha-512'])
 export function describeFailure (err: DigestClientError): string {
   return `${err.code} ${err.field} ${err.algorithm ?? 'none'}`
 }
