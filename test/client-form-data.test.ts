@@ -179,10 +179,14 @@ test('a request aborted while its body is hashed is aborted by undici, and never
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
   const dispatcher = digestAgent(t)
   const big = new Blob([Buffer.alloc(16 * 1024 * 1024, 1)])
-  const controller = new AbortController()
-  const pending = request(base, { dispatcher, method: 'POST', body: big as never, signal: controller.signal })
-  controller.abort() // before the first chunk is hashed
-  await t.rejects(pending, { name: 'AbortError' })
+  const bigForm = new FormData()
+  bigForm.append('file', big)
+  for (const body of [big, bigForm]) {
+    const controller = new AbortController()
+    const pending = request(base, { dispatcher, method: 'POST', body: body as never, signal: controller.signal })
+    controller.abort() // before the first chunk is hashed
+    await t.rejects(pending, { name: 'AbortError' })
+  }
   const after = await request(base, { dispatcher, method: 'POST', body: new Blob(['x']) as never })
   t.equal(await after.body.text(), 'ok')
   t.equal(requests, 1, 'only the second request reached the server')
