@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestParams } from './options'
 import type { RouteHookInstaller } from './route-hooks'
 import { kRequestState } from './symbols'
-import { onPreValidation, onSend, type HookDone } from './request/answers'
+import { onError, onPreValidation, onSend, type HookDone } from './request/answers'
 import { BODYLESS_METHODS } from './request/claims'
 import { decorateVerification } from './request/digest-verification'
 import { placeTail, tapRequest } from './request/hashing'
@@ -43,12 +43,15 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
       // decoded bytes are taken after the last route-level preParsing hook
       // (after any decoder: @fastify/compress adds its decompressor from
       // onRoute); the preValidation answer and the reply check come before
-      // any other route-level hook of theirs (lib/route-hooks.ts).
+      // any other route-level hook of theirs (lib/route-hooks.ts); an error
+      // thrown for a failed body gets the failure's status before the error
+      // handler runs.
       return {
         onRequestFirst: digestVerifyRequest,
         preParsingLast: placeTail,
         preValidationFirst: onPreValidation,
-        onSendFirst: onSend
+        onSendFirst: onSend,
+        onErrorLast: onError
       }
     }
   }

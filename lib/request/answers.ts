@@ -14,6 +14,7 @@ import { PROBLEM_CONTENT_TYPE } from './problem'
 import { advance, isSettled, type RequestState } from './state'
 
 export type HookDone = (err?: Error) => void
+type ErrorDone = () => void
 type SendDone = (err: Error | null, payload?: unknown) => void
 
 /** Sends `failure` as the answer (the caller moves the request, if it has a state, to `answered`). */
@@ -138,4 +139,31 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
   })
   if (state.tail !== null) state.tail.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
+}
+
+/** An error status (4xx or 5xx) the error carries, the way fastify reads one (lib/error-status.js). */
+function hasErrorStatus (error: { statusCode?: unknown, status?: unknown }): boolean {
+  const status = typeof error.statusCode === 'number' ? error.statusCode : error.status
+  return typeof status === 'number' && status >= 400 && status <= 599
+}
+
+/**
+ * The last route-level onError hook (they run before the error handler,
+ * fastify lib/reply.js onErrorHook). An error that carries no status of its
+ * own, thrown after the body failed its check or was cut off by the client,
+ * is the reader's account of that (@fastify/multipart 9 destroys the file
+ * stream with a bare ERR_STREAM_PREMATURE_CLOSE): it takes the failure's
+ * 4xx, or 400 for a cut upload (as source-tap.ts gives the source's own
+ * error), so that fastify's default error handler neither logs a client's
+ * bad or broken body as a 500 nor answers with one (it keeps a status
+ * already set, lib/error-status.js). A failure's answer is its problem
+ * either way (onSend above).
+ */
+export function onError (request: FastifyRequest, reply: FastifyReply, error: Error, done: ErrorDone): void {
+  const state = request[kRequestState]
+  if (state !== null && !hasErrorStatus(error as { statusCode?: unknown })) {
+    if (state.failure !== null) reply.code(state.failure.error.statusCode)
+    else if (request.raw.readableAborted) reply.code(400)
+  }
+  done()
 }

@@ -59,7 +59,7 @@ const notes = [
   'fastify 5.12.8 or later: earlier 5.x releases lose a piped stream\'s trailers (the plugin refuses them at registration).',
   '@fastify/compress 8 also gzips 206 responses: `Content-Digest` is of the bytes sent, and strict mode omits `Repr-Digest` there.',
   '@fastify/static 8 and 9 pass `setHeaders` the raw response, 10 the reply: `staticHeaders` takes either.',
-  '@fastify/multipart 9 fails a read with `ERR_STREAM_PREMATURE_CLOSE` instead of the plugin\'s error: the reply is still the 400 problem, but a handler that rethrows it is logged as a 500.',
+  '@fastify/multipart 9 fails a read with `ERR_STREAM_PREMATURE_CLOSE` instead of the plugin\'s error: the reply is still the 400 problem, and a handler that rethrows it is logged with that 400 (the plugin gives an error without a status of its own, thrown for a failed or cut body, the 4xx of the failure).',
   'undici 7.x is the client\'s (`fastify-digest-fields/client`, an optional peer): Node.js >= 20.18.1 (undici 8 needs Node.js 22). It drops HTTP/2 response trailers; the client reads them back.',
   'On Node.js 20, npm warns EBADENGINE for cookie 2 (fastify\'s light-my-request) and content-disposition 3 (@fastify/static 10), which declare Node.js >= 22; the tests pass.'
 ]
