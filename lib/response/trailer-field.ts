@@ -14,12 +14,21 @@ import type { Http2ServerResponse } from 'node:http2'
 
 type RawResponse = ServerResponse | Http2ServerResponse
 
-/** Rewrite the Trailer field of `res` as a comma-separated list when its head is written. */
-export function commaSeparatedTrailer (res: RawResponse): void {
-  const writeHead = res.writeHead as (...args: unknown[]) => RawResponse
-  res.writeHead = function writeHeadWithTrailerList (this: RawResponse, ...args: unknown[]) {
+/**
+ * `writeHead` rewriting the Trailer field first. Made by this function, not
+ * written as `res.writeHead = function …`: V8 allocates a function literal
+ * assigned straight to a property in the old generation (see
+ * lib/request/source-tap.ts).
+ */
+function withTrailerList (writeHead: (...args: unknown[]) => RawResponse): RawResponse['writeHead'] {
+  return function writeHeadWithTrailerList (this: RawResponse, ...args: unknown[]) {
     const value = this.getHeader('trailer')
     if (typeof value === 'string') this.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
     return writeHead.apply(this, args)
   } as RawResponse['writeHead']
+}
+
+/** Rewrite the Trailer field of `res` as a comma-separated list when its head is written. */
+export function commaSeparatedTrailer (res: RawResponse): void {
+  res.writeHead = withTrailerList(res.writeHead as (...args: unknown[]) => RawResponse)
 }
