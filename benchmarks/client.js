@@ -1,36 +1,95 @@
 'use strict'
 
-// `npm run bench:client`: verified downloads through fastify-digest-fields/client's
-// interceptor against the same undici client without it. The server (a child process, this
-// file with `--server`) is node:http sending a fixed body with its sha-256 Content-Digest
-// computed once at start (not the plugin: only the client's cost is measured). This
-// process is the client: undici.request over HTTP/1.1 to 127.0.0.1, one request at a time,
-// the body read to its end.
+// `npm run bench:client`: fastify-digest-fields/client's interceptor against the same undici
+// client without it, downloading (verified responses) and uploading (a Content-Digest added
+// to the request). The server (a child process, this file with `--server`) is node:http, not
+// the plugin: only the client's cost is measured. This process is the client: undici.request
+// over HTTP/1.1 to 127.0.0.1, one request at a time. BENCH_CLIENT_PARTS (default
+// `download,upload`) picks the parts to run.
+//
+// Downloads: the server sends a fixed body with its sha-256 Content-Digest computed once at
+// start; the body is read to its end.
 //   * 1 MiB: BENCH_CLIENT_SMALL downloads (default 200) per side and round;
 //   * 256 MiB: BENCH_CLIENT_LARGE downloads (default 2) per side and round, with this
 //     process's rss sampled every 10 ms during the verified ones (peak growth over the rss
 //     before them, after a garbage collection when --expose-gc is given).
-// The two sides take turns within each of BENCH_CLIENT_ROUNDS rounds (default 3), after one
-// unmeasured download each. Ratio = plain time / verified time of the same run (throughput
-// of the verified client relative to the plain one; the goal is >= 0.95). A third side, the
-// plain client with the same sha-256 check written by hand, shows what hashing alone allows:
-// where it is itself below 0.95 of the plain client, the goal is out of reach for any
-// verifying client, and `verified / by hand` is the interceptor's own cost. Every verified
-// download must end cleanly and every plain one must carry the whole body, or the run stops.
+// Ratio = plain time / verified time of the same run (throughput of the verified client
+// relative to the plain one; the goal is >= 0.95). A third side, the plain client with the
+// same sha-256 check written by hand, shows what hashing alone allows: where it is itself
+// below 0.95 of the plain client, the goal is out of reach for any verifying client, and
+// `verified / by hand` is the interceptor's own cost. Every verified download must end
+// cleanly and every plain one must carry the whole body, or the run stops.
+//
+// Uploads: a 256 MiB file written once at start in os.tmpdir() (removed at the end), sent as
+// a POST whose body is multipart/form-data with that file as its one part, file-backed
+// (fs.openAsBlob), never read into memory by this file. The server reads the body to its
+// end, hashing it with sha-256 as it flows, and answers with the byte count and whether the
+// request's Content-Digest (when it has one) equals the digest of the bytes received.
+// BENCH_CLIENT_UPLOADS uploads (default 2) per side and round, three sides:
+//   * plain: the undici Agent, the body an undici FormData holding the Blob (undici
+//     serializes it as it writes the request), no Content-Digest;
+//   * verified: the same Agent composed with digestInterceptor(), the same FormData; the
+//     interceptor serializes it into a Blob made of the parts, hashes that as a stream,
+//     then sends it with its Content-Digest (the file is read twice, to hash and to send);
+//   * by hand: the plain Agent doing the same by hand: the multipart body as a Blob of
+//     [head, file, tail] with a boundary of its own, hashed as a stream, sent with its
+//     Content-Type and Content-Digest.
+// rss is sampled as for the 256 MiB downloads, during the verified uploads (and the plain
+// ones, for comparison). Every upload must be answered 200 with the byte count the request
+// declared (the by hand one: its Blob's size; each: the file plus under 1 KiB of parts'
+// heads); the verified and by hand ones with a Content-Digest that matches, the plain ones
+// with none, or the run stops. MiB/s counts the file's bytes.
+//
+// The sides take turns within each of BENCH_CLIENT_ROUNDS rounds (default 3), in the
+// opposite order every other round, after one unmeasured request each.
 //
 // A shared or small machine gives figures that mean little: run it on a quiet one.
 
 const { fork } = require('node:child_process')
-const { createHash } = require('node:crypto')
+const { createHash, randomBytes } = require('node:crypto')
 const http = require('node:http')
 const { once } = require('node:events')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
 
 const MiB = 1024 * 1024
 const SIZES = { small: 1 * MiB, large: 256 * MiB }
+const UPLOAD_SIZE = 256 * MiB
+const PARTS = ['download', 'upload']
 
-function serve () {
+function patternChunk () {
   const chunk = Buffer.alloc(MiB)
   for (let i = 0; i < chunk.length; i++) chunk[i] = (i * 31) % 251
+  return chunk
+}
+
+// POST: the body read to its end and hashed as it flows; the answer says what arrived.
+function receive (req, res) {
+  const hash = createHash('sha256')
+  let bytes = 0
+  req.on('data', (chunk) => {
+    hash.update(chunk)
+    bytes += chunk.length
+  })
+  req.on('end', () => {
+    const field = req.headers['content-digest']
+    const actual = `sha-256=:${hash.digest('base64')}:`
+    const declared = req.headers['content-length']
+    const answer = JSON.stringify({
+      bytes,
+      length: declared === undefined ? null : Number(declared),
+      digest: field === undefined ? 'absent' : field === actual ? 'match' : 'mismatch',
+      field: field ?? null,
+      actual
+    })
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) })
+    res.end(answer)
+  })
+}
+
+function serve () {
+  const chunk = patternChunk()
   const digests = {}
   for (const [name, size] of Object.entries(SIZES)) {
     const hash = createHash('sha256')
@@ -38,6 +97,7 @@ function serve () {
     digests[name] = `sha-256=:${hash.digest('base64')}:`
   }
   const server = http.createServer((req, res) => {
+    if (req.method === 'POST') return receive(req, res)
     const name = req.url.slice(1)
     const size = SIZES[name]
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size, 'content-digest': digests[name] })
@@ -54,15 +114,25 @@ function serve () {
   server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }))
 }
 
-async function main () {
-  const { Agent, request } = require('undici')
-  const { digestInterceptor } = require('../dist/client/index.js')
-  const child = fork(__filename, ['--server'])
-  const [{ port }] = await once(child, 'message')
-  const base = `http://127.0.0.1:${port}`
-  const plain = new Agent()
-  const verified = new Agent().compose(digestInterceptor({ verify: 'required' }))
-  const rounds = Number(process.env.BENCH_CLIENT_ROUNDS ?? 3)
+function rssSampler () {
+  global.gc?.()
+  const base = process.memoryUsage().rss
+  let peak = base
+  const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 10)
+  return { stop () { clearInterval(timer); this.growth = peak - base }, growth: 0 }
+}
+
+function parts () {
+  const asked = (process.env.BENCH_CLIENT_PARTS ?? PARTS.join(',')).split(',').map((part) => part.trim()).filter(Boolean)
+  for (const part of asked) {
+    if (!PARTS.includes(part)) throw new Error(`BENCH_CLIENT_PARTS: unknown part ${JSON.stringify(part)} (parts: ${PARTS.join(', ')})`)
+  }
+  if (asked.length === 0) throw new Error(`BENCH_CLIENT_PARTS: no part (parts: ${PARTS.join(', ')})`)
+  return asked
+}
+
+async function downloads (base, plain, verified, rounds) {
+  const { request } = require('undici')
   const counts = { small: Number(process.env.BENCH_CLIENT_SMALL ?? 200), large: Number(process.env.BENCH_CLIENT_LARGE ?? 2) }
 
   async function download (dispatcher, name) {
@@ -95,55 +165,160 @@ async function main () {
     return ms
   }
 
-  function rssSampler () {
-    global.gc?.()
-    const base = process.memoryUsage().rss
-    let peak = base
-    const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 10)
-    return { stop () { clearInterval(timer); this.growth = peak - base }, growth: 0 }
-  }
-
   const results = []
-  try {
-    for (const name of ['small', 'large']) {
-      await download(plain, name)
-      await download(verified, name)
-      let plainMs = 0
-      let verifiedMs = 0
-      let handMs = 0
-      let peak = 0
-      for (let round = 0; round < rounds; round++) {
-        const order = round % 2 === 0 ? ['plain', 'hand', 'verified'] : ['verified', 'hand', 'plain']
-        for (const side of order) {
-          if (side === 'plain') {
-            plainMs += await timed(plain, name, counts[name])
-          } else if (side === 'hand') {
-            handMs += await timed(plain, name, counts[name], null, true)
-          } else {
-            const sample = name === 'large' ? rssSampler() : null
-            verifiedMs += await timed(verified, name, counts[name], sample)
-            if (sample) peak = Math.max(peak, sample.growth)
-          }
+  for (const name of ['small', 'large']) {
+    await download(plain, name)
+    await download(verified, name)
+    let plainMs = 0
+    let verifiedMs = 0
+    let handMs = 0
+    let peak = 0
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? ['plain', 'hand', 'verified'] : ['verified', 'hand', 'plain']
+      for (const side of order) {
+        if (side === 'plain') {
+          plainMs += await timed(plain, name, counts[name])
+        } else if (side === 'hand') {
+          handMs += await timed(plain, name, counts[name], null, true)
+        } else {
+          const sample = name === 'large' ? rssSampler() : null
+          verifiedMs += await timed(verified, name, counts[name], sample)
+          if (sample) peak = Math.max(peak, sample.growth)
         }
       }
-      const mib = (SIZES[name] / MiB) * counts[name] * rounds
-      results.push({
-        download: `${SIZES[name] / MiB} MiB x ${counts[name] * rounds}`,
-        'plain MiB/s': (mib / (plainMs / 1000)).toFixed(0),
-        'verified MiB/s': (mib / (verifiedMs / 1000)).toFixed(0),
-        'by hand MiB/s': (mib / (handMs / 1000)).toFixed(0),
-        ratio: (plainMs / verifiedMs).toFixed(3),
-        'by hand / plain': (plainMs / handMs).toFixed(3),
-        'verified / by hand': (handMs / verifiedMs).toFixed(3),
-        'rss growth (verified)': name === 'large' ? `${(peak / MiB).toFixed(1)} MiB` : '-'
-      })
     }
+    const mib = (SIZES[name] / MiB) * counts[name] * rounds
+    results.push({
+      download: `${SIZES[name] / MiB} MiB x ${counts[name] * rounds}`,
+      'plain MiB/s': (mib / (plainMs / 1000)).toFixed(0),
+      'verified MiB/s': (mib / (verifiedMs / 1000)).toFixed(0),
+      'by hand MiB/s': (mib / (handMs / 1000)).toFixed(0),
+      ratio: (plainMs / verifiedMs).toFixed(3),
+      'by hand / plain': (plainMs / handMs).toFixed(3),
+      'verified / by hand': (handMs / verifiedMs).toFixed(3),
+      'rss growth (verified)': name === 'large' ? `${(peak / MiB).toFixed(1)} MiB` : '-'
+    })
+  }
+  console.table(results)
+}
+
+// The upload's file: written once, 1 MiB at a time (never whole in memory).
+function writeUploadFile (file) {
+  const chunk = patternChunk()
+  const fd = fs.openSync(file, 'w')
+  try {
+    for (let written = 0; written < UPLOAD_SIZE; written += MiB) fs.writeSync(fd, chunk)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+async function uploads (base, rounds) {
+  // undici's own FormData: on Node 20, undici 7's serializer does not take Node's global one.
+  const { Agent, FormData, request } = require('undici')
+  const { digestInterceptor } = require('../dist/client/index.js')
+  const count = Number(process.env.BENCH_CLIENT_UPLOADS ?? 2)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-client-'))
+  const file = path.join(dir, 'upload.bin')
+  const plain = new Agent()
+  const verified = new Agent().compose(digestInterceptor())
+  try {
+    writeUploadFile(file)
+    const blob = await fs.openAsBlob(file)
+    const form = new FormData()
+    form.append('file', blob, 'upload.bin')
+
+    // The answer must show the whole body arrived, as declared, with the
+    // expected digest (`exact`: the body's size, when this side knows it).
+    async function send (dispatcher, body, headers, digest, exact) {
+      const res = await request(`${base}/upload`, { dispatcher, method: 'POST', body, headers })
+      const answer = await res.body.json()
+      const fail = (what) => { throw new Error(`upload: ${what} (${JSON.stringify(answer)})`) }
+      if (res.statusCode !== 200) fail(`status ${res.statusCode}`)
+      if (answer.length !== null && answer.bytes !== answer.length) fail(`${answer.bytes} of ${answer.length} declared bytes`)
+      if (exact !== null && answer.bytes !== exact) fail(`${answer.bytes} of ${exact} bytes`)
+      if (answer.bytes < UPLOAD_SIZE || answer.bytes - UPLOAD_SIZE >= 1024) fail(`${answer.bytes} bytes for a file of ${UPLOAD_SIZE}`)
+      if (answer.digest !== digest) fail(`Content-Digest ${answer.digest}, expected ${digest}`)
+    }
+
+    const upload = (dispatcher) => send(dispatcher, form, undefined, dispatcher === plain ? 'absent' : 'match', null)
+
+    // The same work by hand: the multipart body serialized with a boundary
+    // of our own (file referenced, not copied), hashed as a stream, sent with
+    // its Content-Type and Content-Digest through the plain Agent.
+    async function uploadByHand () {
+      const boundary = `----bench-by-hand-${randomBytes(16).toString('hex')}`
+      const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="upload.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`
+      const body = new Blob([head, blob, `\r\n--${boundary}--\r\n`])
+      const hash = createHash('sha256')
+      for await (const chunk of body.stream()) hash.update(chunk)
+      const headers = { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-digest': `sha-256=:${hash.digest('base64')}:` }
+      await send(plain, body, headers, 'match', body.size)
+    }
+
+    async function timed (side, sample) {
+      const start = process.hrtime.bigint()
+      for (let i = 0; i < count; i++) await (side === 'hand' ? uploadByHand() : upload(side === 'plain' ? plain : verified))
+      const ms = Number(process.hrtime.bigint() - start) / 1e6
+      sample.stop()
+      return ms
+    }
+
+    await upload(plain)
+    await uploadByHand()
+    await upload(verified)
+    const ms = { plain: 0, hand: 0, verified: 0 }
+    const peak = { plain: 0, hand: 0, verified: 0 }
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? ['plain', 'hand', 'verified'] : ['verified', 'hand', 'plain']
+      for (const side of order) {
+        const sample = rssSampler()
+        ms[side] += await timed(side, sample)
+        peak[side] = Math.max(peak[side], sample.growth)
+      }
+    }
+    const mib = (UPLOAD_SIZE / MiB) * count * rounds
+    console.table([{
+      upload: `${UPLOAD_SIZE / MiB} MiB x ${count * rounds}`,
+      'plain MiB/s': (mib / (ms.plain / 1000)).toFixed(0),
+      'verified MiB/s': (mib / (ms.verified / 1000)).toFixed(0),
+      'by hand MiB/s': (mib / (ms.hand / 1000)).toFixed(0),
+      ratio: (ms.plain / ms.verified).toFixed(3),
+      'by hand / plain': (ms.plain / ms.hand).toFixed(3),
+      'verified / by hand': (ms.hand / ms.verified).toFixed(3),
+      'rss growth (verified)': `${(peak.verified / MiB).toFixed(1)} MiB`,
+      'rss growth (plain)': `${(peak.plain / MiB).toFixed(1)} MiB`
+    }])
   } finally {
     await plain.close()
     await verified.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function main () {
+  const { Agent } = require('undici')
+  const { digestInterceptor } = require('../dist/client/index.js')
+  const asked = parts()
+  const child = fork(__filename, ['--server'])
+  const [{ port }] = await once(child, 'message')
+  const base = `http://127.0.0.1:${port}`
+  const rounds = Number(process.env.BENCH_CLIENT_ROUNDS ?? 3)
+  try {
+    if (asked.includes('download')) {
+      const plain = new Agent()
+      const verified = new Agent().compose(digestInterceptor({ verify: 'required' }))
+      try {
+        await downloads(base, plain, verified, rounds)
+      } finally {
+        await plain.close()
+        await verified.close()
+      }
+    }
+    if (asked.includes('upload')) await uploads(base, rounds)
+  } finally {
     child.kill()
   }
-  console.table(results)
 }
 
 if (process.argv.includes('--server')) serve()
