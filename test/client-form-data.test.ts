@@ -123,6 +123,31 @@ test('FormData and Blob through a bare dispatcher.dispatch', async (t) => {
   t.match(JSON.parse(blob.body.toString()), { type: 'application/x-test', length: 7, verification: { verified: true } })
 })
 
+test('composed with undici\'s redirect interceptor (listed before it): a 307/308 resends the form with its digest; a bare 307 is followed under verify: \'required\'', async (t) => {
+  const base = await pluginServer(t)
+  // A server that is not the plugin answers the redirect: no digest on the 307 itself.
+  const redirector = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      res.writeHead(Number(req.url?.slice(1)), { location: `${base}/form` })
+      res.end('moved')
+    })
+  })
+  redirector.listen(0, '127.0.0.1')
+  await once(redirector, 'listening')
+  t.teardown(() => new Promise((resolve) => redirector.close(resolve)))
+  const from = `http://127.0.0.1:${(redirector.address() as { port: number }).port}`
+  const agent = new Agent()
+  t.teardown(() => agent.close())
+  // compose() wraps in order, the last listed outermost: the digest
+  // interceptor sees the request once and only the final response, and the
+  // redirect interceptor resends the serialized form with its headers.
+  const dispatcher = agent.compose(interceptors.redirect({ maxRedirections: 2 }), digestInterceptor({ verify: 'required', want: 'sha-256' }))
+  for (const status of [307, 308]) {
+    assertForm(t, await call('request', dispatcher, `${from}/${status}`, { method: 'POST', body: form() as never }), `${status}`)
+  }
+})
+
 test('a file-backed Blob (fs.openAsBlob) in a FormData and as the body; a changed file fails the request', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'digest-blob-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
