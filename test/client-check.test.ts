@@ -3,7 +3,9 @@
 // that ends twice or overflows before its end), and the Content-Encoding
 // list read the same way for the side decoder and problem bodies.
 import { test } from 'tap'
+import { createHash } from 'node:crypto'
 import { PassThrough } from 'node:stream'
+import { deflateRawSync, deflateSync } from 'node:zlib'
 import { ResponseCheck } from '../lib/client/response-check'
 import { MAX_CODINGS, SideDecoder, codingsOf, sideDecoder } from '../lib/client/side-decoder'
 import { DigestHandler } from '../lib/client/handler'
@@ -49,6 +51,28 @@ test('the side decoder settles once, and an end after an overflow answers at onc
   await new Promise((resolve) => setImmediate(resolve))
   await new Promise<void>((resolve) => capped.end(resolve))
   t.equal(capped.digests, null)
+})
+
+test('deflate: an empty chunk first tells nothing; zlib or raw by the first octet; an end before any byte', async (t) => {
+  const text = Buffer.from('deflated, one way or the other')
+  for (const coded of [deflateSync(text), deflateRawSync(text)]) {
+    const decoder = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
+    decoder.write(Buffer.alloc(0))
+    decoder.write(coded)
+    await new Promise<void>((resolve) => decoder.end(resolve))
+    t.same(decoder.digests?.get('sha-256'), createHash('sha256').update(text).digest())
+  }
+  const empty = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
+  await new Promise<void>((resolve) => empty.end(resolve))
+  t.same(empty.digests?.get('sha-256'), createHash('sha256').update('').digest(), 'nothing decoded from nothing')
+  const broken = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
+  broken.write(Buffer.from('\x78 but not zlib after all'))
+  await new Promise<void>((resolve) => broken.end(resolve))
+  t.equal(broken.digests, null, 'a decoding error: no decoded reading')
+  const dropped = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
+  dropped.write(deflateSync(text).subarray(0, 4))
+  dropped.destroy()
+  t.equal(dropped.digests, null)
 })
 
 test('codingsOf: the Content-Encoding list as applied (RFC 9110 §8.4)', async (t) => {

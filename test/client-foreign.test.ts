@@ -8,7 +8,7 @@ import { test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createH2Server, type ServerHttp2Stream } from 'node:http2'
 import { once } from 'node:events'
-import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
 import { randomBytes } from 'node:crypto'
 import { H2CClient } from 'undici'
 import { digestInterceptor } from '../lib/client/index'
@@ -30,6 +30,9 @@ const RANDOM_DEFLATE_GZ = gzipSync(deflateSync(RANDOM))
 // `gzip, deflate, br` whose middle coding does not decode: the brotli layer
 // does, and what it holds is not deflate.
 const BROKEN_MIDDLE = brotliCompressSync('not deflate at all')
+// "deflate" without its zlib wrapper, as some servers send it (RFC 9110
+// §8.4.1.2 names the zlib format; fetch decodes both).
+const DEFLATE_RAW = deflateRawSync(BODY)
 const gzipTimes = (n: number): Buffer => n === 0 ? Buffer.from(BODY) : gzipSync(gzipTimes(n - 1))
 const GZ5 = gzipTimes(5)
 const GZ6 = gzipTimes(6)
@@ -89,6 +92,11 @@ const ROUTES: Record<string, Route> = {
   '/deflate-gzip-decoded': send({ 'content-encoding': ['Deflate', ' GZIP '], 'repr-digest': sf(BODY) }, DEFLATE_GZ),
   '/deflate-gzip-wrong': send({ 'content-encoding': 'deflate,gzip', 'repr-digest': sf(OTHER) }, DEFLATE_GZ),
   '/deflate-gzip-large': send({ 'content-encoding': 'deflate, gzip', 'repr-digest': sf(RANDOM) }, RANDOM_DEFLATE_GZ),
+  '/deflate-zlib-decoded': send({ 'content-encoding': 'deflate', 'repr-digest': sf(BODY) }, deflateSync(BODY)),
+  '/deflate-raw-decoded': send({ 'content-encoding': 'deflate', 'repr-digest': sf(BODY) }, DEFLATE_RAW),
+  '/deflate-raw-wrong': send({ 'content-encoding': 'deflate', 'repr-digest': sf(OTHER) }, DEFLATE_RAW),
+  '/problem-deflate-raw': send({ 'content-type': 'application/problem+json', 'content-encoding': 'deflate' }, deflateRawSync(JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', detail: 'raw', mismatched_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest' }] })), 400),
+  '/problem-deflate': send({ 'content-type': 'application/problem+json', 'content-encoding': 'deflate' }, deflateSync(JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', detail: 'zlib', mismatched_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest' }] })), 400),
   '/gzip-identity-br': send({ 'content-encoding': 'gzip, identity, br', 'repr-digest': sf(BODY) }, GZ_BR),
   '/gzip-unknown-decoded': send({ 'content-encoding': 'gzip, x-unknown', 'repr-digest': sf(BODY) }, GZ),
   '/gzip-unknown-coded': send({ 'content-encoding': 'gzip, x-unknown', 'repr-digest': sf(GZ) }, GZ),
@@ -325,6 +333,23 @@ test('stacked codings: Repr-Digest of the bytes with every coding undone', async
     t.equal(identity.error, null, `${kind} /gzip-identity-br: ${String(identity.error?.message)}`)
     t.same(identity.body, GZ_BR)
     t.equal((await call(kind, dispatcher, `${base}/gzip-5`)).error, null, `${kind}: five codings are decoded`)
+  }
+})
+
+test('deflate with or without its zlib wrapper is decoded, as fetch does', async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t)
+  for (const kind of KINDS) {
+    t.equal((await call(kind, dispatcher, `${base}/deflate-zlib-decoded`)).error, null, `${kind}: zlib-wrapped`)
+    const raw = await call(kind, dispatcher, `${base}/deflate-raw-decoded`)
+    t.equal(raw.error, null, `${kind}: raw deflate: ${String(raw.error?.message)}`)
+    if (kind === 'fetch') t.equal(raw.body.toString(), BODY, 'fetch decodes it too')
+    assertFailure(t, await call(kind, dispatcher, `${base}/deflate-raw-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    for (const [path, detail] of [['/problem-deflate-raw', /raw$/], ['/problem-deflate', /zlib$/]] as const) {
+      const problem = await call(kind, dispatcher, base + path)
+      assertFailure(t, problem, 'FST_DIGEST_REQUEST_REJECTED', 'Repr-Digest', 'sha-512')
+      t.match(problem.error?.message, detail)
+    }
   }
 })
 

@@ -2,10 +2,10 @@
 // problem details with a draft-ietf-httpapi-digest-fields-problem-types type
 // (the plugin's, lib/request/problem.ts), or the plugin's own FST_DIGEST_*
 // `code` (its about:blank problems: a missing digest, an undecodable coding).
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
+import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'
 import type { DigestClientError } from '../../types/client'
 import { rejected } from './failure'
-import { codingsOf, type Coding } from './side-decoder'
+import { codingsOf, hasZlibHeader, type Coding } from './side-decoder'
 
 const DIGEST_TYPE = 'https://iana.org/assignments/http-problem-types#digest-'
 /** Problem bodies are small; a larger one is not read as one. */
@@ -19,7 +19,8 @@ export function mayBeProblem (statusCode: number, contentType: string | undefine
 const DECODE: Readonly<Record<Coding, (data: Buffer, options: { maxOutputLength: number }) => Buffer>> = {
   gzip: gunzipSync,
   'x-gzip': gunzipSync,
-  deflate: inflateSync,
+  // zlib or raw deflate data, as side-decoder.ts reads them.
+  deflate: (data, options) => hasZlibHeader(data) ? inflateSync(data, options) : inflateRawSync(data, options),
   br: brotliDecompressSync
 }
 

@@ -8,15 +8,66 @@
 // applied first. Capped: past `limit` decoded bytes (or on a decoding error
 // in any of the decoders, or a coding node:zlib does not have) the reading
 // is unavailable, and only the coded reading (RFC 9530 §3) can match.
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
-import type { Transform } from 'node:stream'
+import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
+import { Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
 import { MultiDigester, type DigestResults } from '../digest-stream'
+
+/**
+ * Whether deflate-coded bytes start with a zlib header: its first octet
+ * (CMF) has compression method 8 in its low four bits (RFC 1950 §2.2).
+ * "deflate" is the zlib format (RFC 9110 §8.4.1.2), but some servers send
+ * the raw deflate data without it, and fetch decodes both (undici 7.30.2
+ * lib/web/fetch/util.js, InflateStream): so does this reading, or it would
+ * fail on bytes the caller's fetch reads fine.
+ */
+export function hasZlibHeader (data: Uint8Array): boolean {
+  return ((data[0] as number) & 0x0f) === 0x08
+}
+
+/** A "deflate" decoder: zlib or raw deflate, told by the first octet. */
+class DeflateDecoder extends Transform {
+  #inner: Transform | null = null
+
+  override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (this.#inner === null) {
+      // Nothing to tell by yet.
+      if (chunk.length === 0) {
+        callback()
+        return
+      }
+      const inner = hasZlibHeader(chunk) ? createInflate() : createInflateRaw()
+      inner.on('data', (data: Buffer) => this.push(data))
+      inner.on('error', (err) => this.destroy(err))
+      this.#inner = inner
+    }
+    this.#inner.write(chunk, callback)
+  }
+
+  override _flush (callback: TransformCallback): void {
+    const inner = this.#inner
+    if (inner === null) {
+      callback()
+      return
+    }
+    inner.once('end', () => callback())
+    inner.end()
+  }
+
+  override _destroy (error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#inner?.destroy()
+    callback(error)
+  }
+}
+
+function createDeflateDecoder (): Transform {
+  return new DeflateDecoder()
+}
 
 const DECODERS = {
   gzip: createGunzip,
   'x-gzip': createGunzip,
-  deflate: createInflate,
+  deflate: createDeflateDecoder,
   br: createBrotliDecompress
 } as const satisfies Readonly<Record<string, () => Transform>>
 
