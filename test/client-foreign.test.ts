@@ -7,13 +7,12 @@
 import { test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createH2Server, type ServerHttp2Stream } from 'node:http2'
-import { once } from 'node:events'
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
 import { randomBytes } from 'node:crypto'
 import { H2CClient } from 'undici'
 import { digestInterceptor } from '../lib/client/index'
 import { sf } from './helpers'
-import { KINDS, assertFailure, call, digestAgent } from './client-helpers'
+import { KINDS, assertFailure, call, digestAgent, listenLocal } from './client-helpers'
 
 const BODY = 'hello, digest'
 const OTHER = 'something else'
@@ -139,10 +138,7 @@ async function foreignServer (t: { teardown (fn: () => unknown): void }): Promis
     if (route === undefined) send({}, 'not found', 404)(req, res)
     else route(req, res)
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  return await listenLocal(t, server)
 }
 
 test('right values end cleanly, wrong ones fail the body (request, fetch, stream)', async (t) => {
@@ -280,10 +276,7 @@ test('HTTP/2 trailers (h2c, node:http2): read back despite undici dropping them'
     stream.on('wantTrailers', () => stream.sendTrailers({ 'content-digest': sf(wrong ? OTHER : BODY) }))
     stream.end(BODY)
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const base = await listenLocal(t, server)
   // h2c through undici 7.30.2: H2CClient (an Agent's Pool builds its
   // connector without `useH2c`, lib/dispatcher/pool.js:55-58, so `new Agent({ allowH2: true, useH2c: true })`
   // still speaks HTTP/1.1 to a cleartext origin).

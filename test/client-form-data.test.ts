@@ -20,7 +20,7 @@ import digestFields = require('../lib/index')
 import { digestBody, digestInterceptor } from '../lib/client/index'
 import { formDataBlob, isFormData } from '../lib/client/form-data'
 import { sf } from './helpers'
-import { assertFailure, call, digestAgent, type Outcome } from './client-helpers'
+import { assertFailure, call, digestAgent, listenLocal, type Outcome } from './client-helpers'
 import type { TapTest } from './upload-helpers'
 
 type Closeable = { teardown (fn: () => unknown): void }
@@ -198,10 +198,7 @@ test('a request aborted while its body is hashed is aborted by undici, and never
     req.resume()
     req.on('end', () => res.end('ok'))
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const base = await listenLocal(t, server)
   const dispatcher = digestAgent(t)
   const big = new Blob([Buffer.alloc(16 * 1024 * 1024, 1)])
   const bigForm = new FormData()
@@ -228,10 +225,7 @@ async function echoServer (t: Closeable): Promise<string> {
       res.end(JSON.stringify({ type: req.headers['content-type'], length: req.headers['content-length'], digest: req.headers['content-digest'], matches, body: body.toString('latin1') }))
     })
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  return await listenLocal(t, server)
 }
 
 test('the bytes on the wire: the RFC 7578 form, its length, its digest (a server that is not the plugin)', async (t) => {

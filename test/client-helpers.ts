@@ -2,6 +2,8 @@
 // undici.stream with the digest interceptor, read to its end. A failure is
 // returned (not thrown) as the digest error itself, unwrapped from fetch's
 // TypeError('terminated') when it is its cause.
+import { once } from 'node:events'
+import type { Server } from 'node:net'
 import { Writable } from 'node:stream'
 import { Agent, fetch, request, stream, type Dispatcher } from 'undici'
 import type { DigestClientError, DigestInterceptorOptions } from '../types/client'
@@ -12,6 +14,14 @@ export type Kind = 'request' | 'fetch' | 'stream'
 export const KINDS: Kind[] = ['request', 'fetch', 'stream']
 
 interface Closeable { teardown (fn: () => unknown): void }
+
+/** `server` listening on a free port of 127.0.0.1, closed when the test ends: its base URL. */
+export async function listenLocal (t: Closeable, server: Server): Promise<string> {
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+}
 
 export function digestAgent (t: Closeable, opts?: DigestInterceptorOptions, agentOpts: Agent.Options = {}): Dispatcher {
   const agent = new Agent(agentOpts)
