@@ -5,17 +5,10 @@
 // Content-Digest / Want-*-Digest to requests. It does not need fastify.
 import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
 import type { Dispatcher } from 'undici'
+import type { DigestAlgorithm } from './algorithms'
 
-/** The RFC 9530 §5 registry keys (the same union as the main entry's). */
-export type DigestAlgorithm =
-  | 'sha-256'
-  | 'sha-512'
-  | 'md5'
-  | 'sha'
-  | 'unixsum'
-  | 'unixcksum'
-  | 'adler'
-  | 'crc32c'
+/** The RFC 9530 §5 registry keys (the main entry's DigestAlgorithm, from the shared algorithms.d.ts). */
+export type { DigestAlgorithm } from './algorithms'
 
 /** One algorithm, several (weights 10, 9, … in that order), or per field. */
 export type WantOption =

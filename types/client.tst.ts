@@ -53,6 +53,11 @@ test('digestBody', () => {
   expect(digestBody).type.not.toBeCallableWith('body', 'sha-1')
 })
 
+test('DigestAlgorithm: one union for both entries', () => {
+  expect<import('./client').DigestAlgorithm>().type.toBe<import('./index').DigestAlgorithm>()
+  expect<import('./client').DigestAlgorithm>().type.toBe<'sha-256' | 'sha-512' | 'md5' | 'sha' | 'unixsum' | 'unixcksum' | 'adler' | 'crc32c'>()
+})
+
 test('errors', () => {
   expect<DigestClientError['code']>().type.toBe<DigestClientErrorCode>()
   expect<DigestClientError['field']>().type.toBe<string>()

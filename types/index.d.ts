@@ -5,6 +5,7 @@ import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
 import type { Stats } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
+import type { DigestAlgorithm as RegistryKey } from './algorithms'
 
 declare module 'fastify' {
   interface RouteShorthandOptions<
@@ -48,15 +49,7 @@ type FastifyDigestFields = FastifyPluginCallback<fastifyDigestFields.FastifyDige
 
 declare namespace fastifyDigestFields {
   /** The keys of the IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5). */
-  export type DigestAlgorithm =
-    | 'sha-256'
-    | 'sha-512'
-    | 'md5'
-    | 'sha'
-    | 'unixsum'
-    | 'unixcksum'
-    | 'adler'
-    | 'crc32c'
+  export type DigestAlgorithm = RegistryKey
 
   export type ActiveAlgorithm = 'sha-256' | 'sha-512'
   export type DeprecatedAlgorithm = Exclude<DigestAlgorithm, ActiveAlgorithm>

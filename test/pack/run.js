@@ -140,7 +140,7 @@ function distFiles () {
 function checkFileList (files) {
   const packed = new Set(files.map((f) => f.path))
   const dist = distFiles()
-  const expected = new Set(['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'types/index.d.ts', 'types/client.d.ts', 'client/package.json', ...dist])
+  const expected = new Set(['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'types/index.d.ts', 'types/client.d.ts', 'types/algorithms.d.ts', 'client/package.json', ...dist])
   const missing = [...expected].filter((f) => !packed.has(f))
   const unexpected = [...packed].filter((f) => !expected.has(f))
   if (missing.length || unexpected.length) {
@@ -149,7 +149,7 @@ function checkFileList (files) {
       unexpected.length ? `not meant to be published: ${unexpected.join(', ')}` : ''
     ].filter(Boolean).join('; '))
   }
-  return `${packed.size} files: dist/**/*.js of the ${dist.length} lib/**/*.ts, types/index.d.ts, types/client.d.ts, client/package.json (the node10 shim of fastify-digest-fields/client), README.md, LICENSE, CHANGELOG.md, package.json`
+  return `${packed.size} files: dist/**/*.js of the ${dist.length} lib/**/*.ts, types/index.d.ts, types/client.d.ts, types/algorithms.d.ts (the algorithm keys both share), client/package.json (the node10 shim of fastify-digest-fields/client), README.md, LICENSE, CHANGELOG.md, package.json`
 }
 
 // Every sourceMappingURL of a shipped .js names a shipped map whose sources
