@@ -2,8 +2,9 @@
 // headers, body chunks with optional delays, optional request trailers, and
 // an optional reset of the stream mid-upload. No content-length is sent
 // unless the caller gives one (what HTTP/2 clients usually do).
-import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
+import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
 import { once } from 'node:events'
+import type { Writable } from 'node:stream'
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -43,7 +44,8 @@ export async function h2Session (t: Closeable, port: number): Promise<ClientHttp
   return session
 }
 
-async function write (stream: ClientHttp2Stream, chunk: Buffer | string): Promise<void> {
+/** Write `chunk`; when the stream's buffer is full, wait until it drains or closes (leaving no listener behind). */
+export async function write (stream: Writable, chunk: Buffer | string): Promise<void> {
   if (!stream.write(chunk)) {
     await new Promise<void>((resolve) => {
       const done = (): void => {
@@ -51,8 +53,8 @@ async function write (stream: ClientHttp2Stream, chunk: Buffer | string): Promis
         stream.off('close', done)
         resolve()
       }
-      stream.on('drain', done)
-      stream.on('close', done)
+      stream.once('drain', done)
+      stream.once('close', done)
     })
   }
 }

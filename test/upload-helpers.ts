@@ -9,7 +9,7 @@ import type { test } from 'tap'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import { buildVerifyApp, PROBLEM } from './request-helpers'
-import { h2Session, h2Upload, sleep, type Body, type Reply, type Upload } from './http2-helpers'
+import { h2Session, h2Upload, sleep, write, type Body, type Reply, type Upload } from './http2-helpers'
 
 export type { Reply, Upload } from './http2-helpers'
 export { sleep } from './http2-helpers'
@@ -47,18 +47,7 @@ export function h1Upload (port: number, { method = 'POST', path, headers = {}, b
       let sent = 0
       for await (const chunk of body ?? []) {
         if (req.destroyed) return
-        if (!req.write(chunk)) {
-          // Wait for drain or close, and leave no listener behind for the next chunk.
-          await new Promise<void>((resolve) => {
-            const done = (): void => {
-              req.off('drain', done)
-              req.off('close', done)
-              resolve()
-            }
-            req.once('drain', done)
-            req.once('close', done)
-          })
-        }
+        await write(req, chunk)
         sent++
         if (delay > 0) await sleep(delay)
         if (cancelAfter !== undefined && sent >= cancelAfter) {
