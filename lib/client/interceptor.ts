@@ -45,18 +45,14 @@ function requestFacts (method: string, pairs: ReadonlyArray<readonly [string, He
   return { method, trailers: /(^|,)\s*trailers\s*(;|,|$)/i.test(te), digestField, digestAlgorithm }
 }
 
-/** The request's headers with the fields this interceptor adds up front. */
-function withFields (params: ClientParams, opts: Dispatcher.DispatchOptions): Array<[string, HeaderValue]> {
+/** The request's headers with the Want-*-Digest fields asked for in the options. */
+function withWants (params: ClientParams, opts: Dispatcher.DispatchOptions): Array<[string, HeaderValue]> {
   const pairs = headerPairs(opts.headers as Headers)
   if (params.wantContent !== null && getHeader(pairs, 'want-content-digest') === undefined) {
     pairs.push(['want-content-digest', params.wantContent])
   }
   if (params.wantRepr !== null && getHeader(pairs, 'want-repr-digest') === undefined) {
     pairs.push(['want-repr-digest', params.wantRepr])
-  }
-  const bytes = knownBytes(opts.body)
-  if (bytes !== null && getHeader(pairs, 'content-digest') === undefined) {
-    pairs.push(['content-digest', digestFieldOf(params.algorithms.slice(0, 1), bytes, true) as string])
   }
   return pairs
 }
@@ -77,14 +73,22 @@ function withPrepared (pairs: Array<[string, HeaderValue]>, prepared: PreparedBo
 export function digestInterceptor (options?: DigestInterceptorOptions): Dispatcher.DispatcherComposeInterceptor {
   const params = normalizeClientOptions(options)
   return (dispatch) => function digestDispatch (opts, handler) {
-    const pairs = withFields(params, opts)
+    const pairs = withWants(params, opts)
     const send = (fields: Array<[string, HeaderValue]>, body: unknown): boolean => {
       const method = (opts.method ?? 'GET').toUpperCase()
       const next = new DigestHandler(handler, params, requestFacts(method, fields))
       return dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: flatHeaders(fields) as string[] }, next)
     }
+    // A Content-Digest the caller gives is kept, and the body sent as it is.
+    if (getHeader(pairs, 'content-digest') !== undefined) return send(pairs, opts.body)
+    const algorithm = params.algorithms.slice(0, 1)
+    const bytes = knownBytes(opts.body)
+    if (bytes !== null) {
+      pairs.push(['content-digest', digestFieldOf(algorithm, bytes, true) as string])
+      return send(pairs, opts.body)
+    }
     const signal = (opts as { signal?: { aborted?: unknown } | null }).signal
-    const prepared = getHeader(pairs, 'content-digest') === undefined ? prepareBody(opts.body, params.algorithms.slice(0, 1), signal) : null
+    const prepared = prepareBody(opts.body, algorithm, signal)
     if (prepared === null) return send(pairs, opts.body)
     // A Blob or FormData is hashed before the request goes out; its errors
     // (a file-backed Blob whose file changed) fail the request, as undici's

@@ -101,7 +101,8 @@ export async function digestBody (
   algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256'
 ): Promise<DigestedBody> {
   const algorithms = algorithmList('digestBody()', algorithm)
-  if (knownBytes(body) !== null) return { body: body as DigestibleBody, headers: digestHeaders(body as DigestibleBody, algorithms) }
+  const bytes = knownBytes(body)
+  if (bytes !== null) return { body: body as DigestibleBody, headers: { 'content-digest': digestFieldOf(algorithms, bytes, true) as string } }
   const prepared = prepareBody(body, algorithms)
   if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
   const { body: blob, contentType, field } = await prepared as PreparedBody // no signal: never null

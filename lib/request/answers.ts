@@ -153,10 +153,11 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
-/** An error status (4xx or 5xx) the error carries, the way fastify reads one (lib/error-status.js). */
+const isErrorStatus = (status: unknown): boolean => typeof status === 'number' && status >= 400 && status <= 599
+
+/** An error status (4xx or 5xx) the error carries, the way fastify reads one (lib/error-status.js: statusCode, else status). */
 function hasErrorStatus (error: { statusCode?: unknown, status?: unknown }): boolean {
-  const status = typeof error.statusCode === 'number' ? error.statusCode : error.status
-  return typeof status === 'number' && status >= 400 && status <= 599
+  return isErrorStatus(error.statusCode) || isErrorStatus(error.status)
 }
 
 /**
