@@ -13,22 +13,23 @@ const app = Fastify()
 await app.register(compress)
 await app.register(digestFields, { contentDigest: true, reprDigest: true })
 
-await app.register(serveStatic, {
-  root,
-  setHeaders: staticHeaders
-})
-
 // With headers of your own: call staticHeaders with the same arguments.
 // @fastify/static 10 passes the reply, 8 and 9 the raw response: `res.raw`
 // is the raw response of a reply, undefined on a raw response.
 await app.register(serveStatic, {
   root,
-  prefix: '/mine/',
-  decorateReply: false,
   setHeaders (res, path, stat) {
     staticHeaders(res, path, stat)
     ;(res.raw ?? res).setHeader('x-mine', '1')
   }
+})
+
+// staticHeaders alone.
+await app.register(serveStatic, {
+  root,
+  prefix: '/plain/',
+  decorateReply: false,
+  setHeaders: staticHeaders
 })
 
 await app.listen({ port: 3000 })

@@ -4,7 +4,7 @@
 // Run against examples/upload.mjs: node examples/undici-upload.mjs http://localhost:3000 photo.jpg
 import { openAsBlob } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { Agent, fetch, request } from 'undici'
+import { Agent, FormData, fetch, request } from 'undici'
 import { digestBody, digestInterceptor } from 'fastify-digest-fields/client'
 
 const base = process.argv[2] ?? process.env.BASE_URL ?? 'http://localhost:3000'

@@ -23,11 +23,12 @@ const app = Fastify()
 await app.register(digestFields)       // verify: 'if-present' by default
 await app.register(multipart)
 
-app.post('/upload', { digest: { verify: 'required' } }, async (request) => {
+app.post('/upload', { digest: { verify: 'required' } }, async (request, reply) => {
   const file = await request.file()
+  if (file === undefined) return reply.code(400).send({ error: 'no file' })
   const saved = join(tmpdir(), `upload-${process.pid}.bin`)
   await pipeline(file.file, createWriteStream(saved)) // rejects on a mismatch
-  return { saved, verified: request.digestVerification.verified }
+  return { saved, verified: request.digestVerification?.verified }
 })
 
 app.post('/items', async (request, reply) => {

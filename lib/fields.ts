@@ -93,7 +93,7 @@ function integerOctets (value: number, width: number): Buffer {
  * RFC 8941 §3.3.1); parameters are ignored.
  */
 export function parseDigestField (
-  value: string | readonly string[] | undefined,
+  value: string | readonly string[] | null | undefined,
   field: string = 'Content-Digest'
 ): DigestMap | null {
   const input = combineLines(value, ', ')
@@ -226,7 +226,7 @@ export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boo
  * whole field is then ignored (RFC 8941 §4.2, RFC 9651 §2.2). Unknown keys are
  * kept; the caller decides. Never throws.
  */
-export function parseWantField (value: string | readonly string[] | undefined): WantMap | null {
+export function parseWantField (value: string | readonly string[] | null | undefined): WantMap | null {
   const input = combineLines(value, ', ')
   if (input === null) return null
   let dictionary: ReturnType<typeof parseDictionary>
@@ -308,7 +308,7 @@ const LEGACY: ReadonlyMap<string, readonly [DigestAlgorithm, (encoded: string) =
  * Unknown algorithms and members that do not decode are ignored; returns null
  * when no usable member is left. Never throws.
  */
-export function parseLegacyDigest (value: string | readonly string[] | undefined): DigestMap | null {
+export function parseLegacyDigest (value: string | readonly string[] | null | undefined): DigestMap | null {
   const input = combineLines(value, ',')
   if (input === null) return null
   const digests: DigestMap = new Map()

@@ -3,8 +3,9 @@
 // fastify-digest-fields/client: an undici 7 interceptor that checks the
 // digest fields of responses (RFC 9530) as their bodies stream, and adds
 // Content-Digest / Want-*-Digest to requests. It does not need fastify.
+import type { Blob as NodeBlob } from 'node:buffer'
 import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
-import type { Dispatcher } from 'undici'
+import type { Dispatcher, FormData as UndiciFormData } from 'undici'
 import type { DigestAlgorithm } from './algorithms'
 
 /** The RFC 9530 §5 registry keys (the main entry's DigestAlgorithm, from the shared algorithms.d.ts). */
@@ -57,10 +58,20 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
 /** Bodies whose Content-Digest can be computed up front. */
 export type DigestibleBody = string | ArrayBuffer | ArrayBufferView
 
+/** A FormData: the global class, or undici's (its `request` takes only its own). */
+export type DigestibleForm = FormData | UndiciFormData
+
+/**
+ * A FormData's serialization: a Blob of Node.js, which is both the global
+ * Blob and node:buffer's, so it fits the body of the global fetch (the DOM
+ * lib's Blob, when that lib is loaded) and of undici's fetch (node:buffer's).
+ */
+export type SerializedForm = Blob & NodeBlob
+
 /** What digestBody() gives: the body to send and the fields to send with it. */
-export interface DigestedBody {
-  /** The body itself, or a FormData's multipart/form-data serialization. */
-  body: DigestibleBody | Blob
+export interface DigestedBody<B = DigestibleBody | Blob> {
+  /** The body given, or a FormData's multipart/form-data serialization. */
+  body: B
   headers: {
     'content-digest': string
     /** For a FormData: multipart/form-data with the boundary of `body`. */
@@ -71,8 +82,12 @@ export interface DigestedBody {
 /**
  * The body and `{ 'content-digest', 'content-type'? }` for fetch, for bytes,
  * a Blob (hashed as a stream) or a FormData (serialized to a Blob first).
+ * Bytes and Blobs are given back as they are, with their own type.
  */
-export function digestBody (body: DigestibleBody | Blob | FormData, algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]): Promise<DigestedBody>
+export function digestBody<B extends DigestibleBody | Blob | DigestibleForm> (
+  body: B,
+  algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]
+): Promise<DigestedBody<B extends DigestibleForm ? SerializedForm : B>>
 
 /**
  * `{ 'content-digest': 'sha-256=:…:' }` for a body sent with fetch (which

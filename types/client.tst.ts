@@ -1,5 +1,5 @@
 import { expect, test } from 'tstyche'
-import { Agent, type Dispatcher } from 'undici'
+import { Agent, FormData as UndiciFormData, fetch as undiciFetch, type Dispatcher } from 'undici'
 import {
   clientErrors,
   digestBody,
@@ -9,7 +9,8 @@ import {
   type DigestibleBody,
   type DigestClientError,
   type DigestClientErrorCode,
-  type DigestInterceptorOptions
+  type DigestInterceptorOptions,
+  type SerializedForm
 } from './client'
 import * as ns from './client'
 
@@ -44,13 +45,31 @@ test('digestHeaders', () => {
 })
 
 test('digestBody', () => {
-  expect(digestBody(new FormData())).type.toBe<Promise<DigestedBody>>()
-  expect(digestBody(new Blob(['x']), ['sha-512', 'sha-256'])).type.toBe<Promise<DigestedBody>>()
-  expect(digestBody('body', 'sha-256')).type.toBe<Promise<DigestedBody>>()
+  expect(digestBody(new FormData())).type.toBe<Promise<DigestedBody<SerializedForm>>>()
+  expect(digestBody(new UndiciFormData())).type.toBe<Promise<DigestedBody<SerializedForm>>>()
+  expect(digestBody(new Blob(['x']), ['sha-512', 'sha-256'])).type.toBe<Promise<DigestedBody<Blob>>>()
+  expect(digestBody(new Uint8Array(1), 'sha-256')).type.toBe<Promise<DigestedBody<Uint8Array<ArrayBuffer>>>>()
+  expect(digestBody(new ArrayBuffer(1))).type.toBe<Promise<DigestedBody<ArrayBuffer>>>()
   expect<DigestedBody['headers']['content-type']>().type.toBe<string | undefined>()
   expect<DigestedBody['body']>().type.toBe<DigestibleBody | Blob>()
   expect(digestBody).type.not.toBeCallableWith({})
   expect(digestBody).type.not.toBeCallableWith('body', 'sha-1')
+})
+
+// fetch takes the body and headers digestBody() gives, the global fetch and
+// undici's (their Blob and BufferSource types differ; with the DOM lib the
+// global one is the DOM's, which test/readme-types.test.ts checks).
+test('digestBody: its body and headers fit fetch', async () => {
+  for (const { body, headers } of [
+    await digestBody(new FormData()),
+    await digestBody(new UndiciFormData()),
+    await digestBody(new Blob(['x'])),
+    await digestBody(new Uint8Array(1)),
+    await digestBody('text')
+  ]) {
+    expect(fetch).type.toBeCallableWith('http://localhost/', { method: 'POST', headers, body })
+    expect(undiciFetch).type.toBeCallableWith('http://localhost/', { method: 'POST', headers, body })
+  }
 })
 
 test('DigestAlgorithm: one union for both entries', () => {

@@ -193,14 +193,17 @@ declare namespace fastifyDigestFields {
   export function computeDigest (algorithm: DigestAlgorithm, data: Buffer | Uint8Array | string): Buffer
   export function createDigester (algorithm: DigestAlgorithm): Digester
 
-  /** Parse Content-Digest / Repr-Digest; throws FST_DIGEST_INVALID_FIELD when malformed. */
-  export function parseDigestField (value: string | readonly string[] | undefined, field?: string): DigestMap | null
+  /**
+   * Parse Content-Digest / Repr-Digest (a field as Node.js or fetch's
+   * `headers.get()` gives it; null when absent); throws FST_DIGEST_INVALID_FIELD when malformed.
+   */
+  export function parseDigestField (value: string | readonly string[] | null | undefined, field?: string): DigestMap | null
   export function serializeDigestField (digests: Iterable<readonly [DigestAlgorithm, Buffer]>, options?: SerializeOptions): string
   /** Parse Want-*-Digest; returns null for absent or invalid fields (ignored, RFC 8941 §4.2). */
-  export function parseWantField (value: string | readonly string[] | undefined): WantMap | null
+  export function parseWantField (value: string | readonly string[] | null | undefined): WantMap | null
   export function serializeWantField (preferences: Iterable<readonly [string, number]>): string
   /** Parse an RFC 3230 `Digest` header (legacy); unknown algorithms ignored. */
-  export function parseLegacyDigest (value: string | readonly string[] | undefined): DigestMap | null
+  export function parseLegacyDigest (value: string | readonly string[] | null | undefined): DigestMap | null
 
   export function selectAlgorithms (input: SelectionInput): DigestAlgorithm[]
   export function verifyDigests (

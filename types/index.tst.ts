@@ -7,6 +7,7 @@ import digestFields, {
   createDigester,
   errors,
   parseDigestField,
+  parseLegacyDigest,
   parseWantField,
   selectAlgorithms,
   serializeDigestField,
@@ -97,6 +98,10 @@ test('helpers', () => {
   expect(createDigester('crc32c').update(Buffer.alloc(1)).digest()).type.toBe<Buffer>()
   expect(parseDigestField('sha-256=:AAAA:')).type.toBe<Map<string, Buffer> | null>()
   expect(parseWantField(['sha-256=1'])).type.toBe<Map<string, number> | null>()
+  // A field as fetch's Headers gives it: a string or null.
+  expect(parseDigestField(new Headers().get('repr-digest'))).type.toBe<Map<string, Buffer> | null>()
+  expect(parseWantField(new Headers().get('want-repr-digest'))).type.toBe<Map<string, number> | null>()
+  expect(parseLegacyDigest(new Headers().get('digest'))).type.toBe<Map<string, Buffer> | null>()
   expect(serializeDigestField([['sha-256', Buffer.alloc(32)]], { strict: true })).type.toBe<string>()
   expect(selectAlgorithms({ algorithms: ['sha-256'] })).type.toBe<DigestAlgorithm[]>()
 })
