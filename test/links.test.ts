@@ -1,7 +1,10 @@
 // The documents' relative links name files that are in the repository (the
 // package and its docs may not point outside it). Links to other sites are
-// not fetched here.
+// not fetched here. The README is also the package's page on npm, where a
+// relative link leads nowhere (the package names no repository): it names
+// files of the package as plain paths, and those files are in the tarball.
 import { test } from 'tap'
+import { execFile } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
@@ -14,11 +17,11 @@ function documents (): string[] {
   return [...top, ...docs]
 }
 
-/** The relative targets of inline links and images, fragments and titles dropped. */
+/** The relative targets of links and images (inline, or reference definitions), fragments and titles dropped. */
 function relativeLinks (markdown: string): string[] {
   const out: string[] = []
-  for (const match of markdown.matchAll(/\]\(\s*([^)\s]+)(?:\s+"[^"]*")?\s*\)/g)) {
-    const target = match[1] as string
+  for (const match of markdown.matchAll(/\]\(\s*([^)\s]+)(?:\s+"[^"]*")?\s*\)|^ {0,3}\[[^\]]+\]:\s*<?([^>\s]+)/gm)) {
+    const target = (match[1] ?? match[2]) as string
     if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('#')) continue
     out.push(decodeURIComponent(target.split('#')[0] as string))
   }
@@ -26,8 +29,8 @@ function relativeLinks (markdown: string): string[] {
 }
 
 test('relativeLinks: what counts as a relative link', async (t) => {
-  t.same(relativeLinks('[a](docs/benchmarks.md) [b](https://x.test/y.md) [c](#streams) [d](docs/design.md#hooks "t") ![e](img/a.png) [f](mailto:a@b.test)'),
-    ['docs/benchmarks.md', 'docs/design.md', 'img/a.png'])
+  t.same(relativeLinks('[a](docs/benchmarks.md) [b](https://x.test/y.md) [c](#streams) [d](docs/design.md#hooks "t") ![e](img/a.png) [f](mailto:a@b.test)\n[g]: examples/x.mjs\n[h]: #top\n[i]: https://x.test/'),
+    ['docs/benchmarks.md', 'docs/design.md', 'img/a.png', 'examples/x.mjs'])
 })
 
 test('every relative link in the README and the docs names a file of the repository', async (t) => {
@@ -67,5 +70,54 @@ test('every file of the repository named in the code, the types, the README or t
     for (const name of namedFiles(readFileSync(join(root, source), 'utf8'))) {
       t.ok(existsSync(join(root, name)), `${source}: ${name}`)
     }
+  }
+})
+
+const readme = readFileSync(join(root, 'README.md'), 'utf8')
+
+test('the README has no relative link but to a #fragment (it is the npm page too)', async (t) => {
+  t.same(relativeLinks(readme), [])
+})
+
+/** Folders of the repository named in a text: `docs/`, `examples/`. */
+function namedFolders (text: string): string[] {
+  return [...new Set([...text.matchAll(/(?<![\w/.-])((?:docs|examples|types|dist|client)\/)(?![\w.-])/g)].map((match) => match[1] as string))]
+}
+
+test('namedFolders: what counts as a folder of the repository', async (t) => {
+  t.same(namedFolders('in `examples/` and docs/, not docs/design.md nor node_modules/x/examples/ nor a/dist/'), ['examples/', 'docs/'])
+})
+
+/**
+ * The files `npm pack` puts in the tarball, by package.json's `files`
+ * (without running prepack: dist/ as it is, which the README names nothing of).
+ */
+function packedFiles (): Promise<Set<string>> {
+  const cli = process.env.npm_execpath
+  const [command, args] = cli !== undefined && /npm-cli\.js$/.test(cli)
+    ? [process.execPath, [cli]]
+    : [process.platform === 'win32' ? 'npm.cmd' : 'npm', []]
+  return new Promise((resolve, reject) => {
+    execFile(command, [...args, 'pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, shell: process.platform === 'win32', timeout: 60_000 }, (err, stdout) => {
+      if (err !== null) reject(err)
+      else resolve(new Set((JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map((file) => file.path)))
+    })
+  })
+}
+
+test('every file and folder of the repository the README names is in the package', async (t) => {
+  const packed = await packedFiles()
+  t.ok(packed.has('README.md') && packed.has('package.json'), 'the list of npm pack')
+  const files = namedFiles(readme)
+  t.ok(files.length >= 10, `the README names ${files.length} files`)
+  for (const name of files) t.ok(packed.has(name), name)
+  const folders = namedFolders(readme)
+  t.ok(folders.includes('examples/') && folders.includes('docs/'), 'the README names examples/ and docs/')
+  for (const folder of folders) {
+    const inside = [...packed].filter((file) => file.startsWith(folder))
+    t.ok(inside.length > 0, folder)
+    // A folder named is shipped whole.
+    const all = readdirSync(join(root, folder), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
+    t.equal(inside.length, all.length, `${folder}: all ${all.length} files`)
   }
 })

@@ -3,8 +3,9 @@
 // Pack test (`npm run test:pack`, the last step of `npm test`): the package
 // as `npm pack` makes it (prepack builds dist/ afresh), then
 //   * its file list: dist/**/*.js for every lib/**/*.ts, the types, README,
-//     LICENSE, CHANGELOG and nothing else (no tests, benchmarks, sources,
-//     maps pointing at files the tarball lacks);
+//     LICENSE, CHANGELOG, docs/ and examples/ (which the README names) and
+//     nothing else (no tests, benchmarks, sources, maps pointing at files
+//     the tarball lacks);
 //   * publint and @arethetypeswrong/cli on the tarball: no message at all;
 //   * the tarball installed in a throwaway project in os.tmpdir() next to
 //     fastify 5 and @fastify/compress 9 (and typescript ~5.9, @types/node 20):
@@ -137,10 +138,18 @@ function distFiles () {
     .map((file) => `dist/${file.slice(0, -3)}.js`)
 }
 
+// Every file of a folder of the repository, as paths from the root.
+function folderFiles (folder) {
+  return fs.readdirSync(path.join(root, folder), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(root, path.join(entry.parentPath ?? entry.path, entry.name)).split(path.sep).join('/'))
+}
+
 function checkFileList (files) {
   const packed = new Set(files.map((f) => f.path))
   const dist = distFiles()
-  const expected = new Set(['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'types/index.d.ts', 'types/client.d.ts', 'types/algorithms.d.ts', 'client/package.json', ...dist])
+  const shown = [...folderFiles('docs'), ...folderFiles('examples')]
+  const expected = new Set(['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'types/index.d.ts', 'types/client.d.ts', 'types/algorithms.d.ts', 'client/package.json', ...dist, ...shown])
   const missing = [...expected].filter((f) => !packed.has(f))
   const unexpected = [...packed].filter((f) => !expected.has(f))
   if (missing.length || unexpected.length) {
@@ -149,7 +158,7 @@ function checkFileList (files) {
       unexpected.length ? `not meant to be published: ${unexpected.join(', ')}` : ''
     ].filter(Boolean).join('; '))
   }
-  return `${packed.size} files: dist/**/*.js of the ${dist.length} lib/**/*.ts, types/index.d.ts, types/client.d.ts, types/algorithms.d.ts (the algorithm keys both share), client/package.json (the node10 shim of fastify-digest-fields/client), README.md, LICENSE, CHANGELOG.md, package.json`
+  return `${packed.size} files: dist/**/*.js of the ${dist.length} lib/**/*.ts, types/index.d.ts, types/client.d.ts, types/algorithms.d.ts (the algorithm keys both share), client/package.json (the node10 shim of fastify-digest-fields/client), the ${shown.length} files of docs/ and examples/ (named by the README), README.md, LICENSE, CHANGELOG.md, package.json`
 }
 
 // Every sourceMappingURL of a shipped .js names a shipped map whose sources
