@@ -1,6 +1,8 @@
 // Uploads with undici: the interceptor adds the Content-Digest of a FormData
 // or Blob body (serialized and hashed as a stream, never held in memory);
-// with fetch, digestBody() does it first.
+// with fetch, digestBody() does it first. FormData is undici's: undici's
+// request is typed for no other, and on Node.js 20 undici 7 cannot itself
+// send Node's global FormData (the interceptor serializes either).
 // Run against examples/upload.mjs: node examples/undici-upload.mjs http://localhost:3000 photo.jpg
 import { openAsBlob } from 'node:fs'
 import { fileURLToPath } from 'node:url'

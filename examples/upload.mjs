@@ -14,7 +14,9 @@
 import Fastify from 'fastify'
 import multipart from '@fastify/multipart'
 import digestFields from 'fastify-digest-fields'
+import { randomUUID } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
+import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
@@ -26,8 +28,13 @@ await app.register(multipart)
 app.post('/upload', { digest: { verify: 'required' } }, async (request, reply) => {
   const file = await request.file()
   if (file === undefined) return reply.code(400).send({ error: 'no file' })
-  const saved = join(tmpdir(), `upload-${process.pid}.bin`)
-  await pipeline(file.file, createWriteStream(saved)) // rejects on a mismatch
+  const saved = join(tmpdir(), `upload-${randomUUID()}.bin`)
+  try {
+    await pipeline(file.file, createWriteStream(saved)) // rejects on a mismatch
+  } catch (err) {
+    await rm(saved, { force: true })                     // leaves no partial file
+    throw err
+  }
   return { saved, verified: request.digestVerification?.verified }
 })
 

@@ -4,16 +4,19 @@
 // its name through dist/, so `npm run build` first) in child processes.
 // test/examples-preload.cjs turns their `app.listen({ port: 3000 })` into a
 // free port and reports it over IPC. Real requests follow, and every digest
-// is recomputed with node:crypto over the bytes actually received.
+// is recomputed with node:crypto over the bytes actually received. The
+// README's curl commands run with curl (and bash, openssl, base64) against
+// the example each one names.
 import { test } from 'tap'
-import { execFile, fork, type ChildProcess } from 'node:child_process'
-import { readFileSync, readdirSync, rmSync } from 'node:fs'
+import { execFile, fork, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
 import { connect as h2Connect, type IncomingHttpHeaders as H2Headers } from 'node:http2'
-import { join } from 'node:path'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { EMPTY_SHA256, decode, sf } from './helpers'
-import { MULTIPART_TYPE, multipartBody, type TapTest } from './upload-helpers'
+import { BOUNDARY, MULTIPART_TYPE, multipartBody, type TapTest } from './upload-helpers'
 
 const root = join(__dirname, '..')
 const examplesDir = join(root, 'examples')
@@ -45,10 +48,10 @@ function codeBlocks (markdown: string): Array<{ name: string, code: string }> {
 }
 
 /** Start examples/<file> with the preload; resolves with its port once it listens. */
-function startExample (t: TapTest, file: string): Promise<number> {
+function startExample (t: TapTest, file: string, env: NodeJS.ProcessEnv = {}): Promise<number> {
   const child: ChildProcess = fork(join(examplesDir, file), [], {
     cwd: root,
-    env: plainEnv(),
+    env: { ...plainEnv(), ...env },
     execArgv: ['--require', preload],
     stdio: ['ignore', 'pipe', 'pipe', 'ipc']
   })
@@ -119,6 +122,13 @@ function h2 (port: number, headers: Record<string, string>, body?: Buffer): Prom
     stream.on('error', reject)
     if (body !== undefined) stream.end(body)
   })
+}
+
+/** A folder of the test's own as os.tmpdir() of an example (removed at teardown). */
+function ownTmpdir (t: TapTest): { dir: string, env: NodeJS.ProcessEnv } {
+  const dir = mkdtempSync(join(tmpdir(), 'digest-example-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return { dir, env: { TMPDIR: dir, TMP: dir, TEMP: dir } }
 }
 
 const readme = readFileSync(join(root, 'README.md'), 'utf8')
@@ -208,21 +218,32 @@ test('routes.mjs: per-route options, a live stream, a declared digest', async (t
 })
 
 test('upload.mjs, and fetch-upload.mjs against it', async (t) => {
-  const port = await startExample(t, 'upload.mjs')
+  const saves = ownTmpdir(t)
+  const port = await startExample(t, 'upload.mjs', saves.env)
   const content = Buffer.from('a photo, byte for byte\n'.repeat(100))
   const form = multipartBody(content)
   const ok = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE, 'content-digest': sf(form) }, body: form })
   t.equal(ok.status, 200)
   const answer = JSON.parse(ok.body.toString()) as { saved: string, verified: boolean }
   t.equal(answer.verified, true)
+  t.equal(dirname(answer.saved), saves.dir)
   t.same(readFileSync(answer.saved), content, 'the file was saved')
-  rmSync(answer.saved, { force: true })
+  rmSync(answer.saved)
 
-  const tampered = Buffer.from(form.toString('latin1').replace('a photo', 'a fotoo'), 'latin1')
-  const refused = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE, 'content-digest': sf(form) }, body: tampered })
+  // A body that arrives in many chunks: the file is open and written to
+  // when the check fails at the end.
+  const large = multipartBody(Buffer.alloc(1024 * 1024, 'a photo, byte for byte\n'))
+  const tampered = Buffer.from(large)
+  tampered[100_000] = 0x2a
+  const refused = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE, 'content-digest': sf(large) }, body: tampered })
   t.equal(refused.status, 400, 'a changed body is refused')
   t.match(JSON.parse(refused.body.toString()), { type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', code: 'FST_DIGEST_MISMATCH' })
-  rmSync(answer.saved, { force: true })
+  t.same(readdirSync(saves.dir), [], 'no partial file left behind')
+
+  const fieldOnly = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="title"\r\n\r\nno file\r\n--${BOUNDARY}--\r\n`)
+  const noFile = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE, 'content-digest': sf(fieldOnly) }, body: fieldOnly })
+  t.equal(noFile.status, 400, 'a form without a file')
+  t.same(JSON.parse(noFile.body.toString()), { error: 'no file' })
 
   const noDigest = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': MULTIPART_TYPE }, body: form })
   t.equal(noDigest.status, 400, 'verify: required on the route')
@@ -236,7 +257,8 @@ test('upload.mjs, and fetch-upload.mjs against it', async (t) => {
 })
 
 test('undici-upload.mjs against upload.mjs: a FormData file through request and fetch, with its Content-Digest', async (t) => {
-  const port = await startExample(t, 'upload.mjs')
+  const saves = ownTmpdir(t)
+  const port = await startExample(t, 'upload.mjs', saves.env)
   const photo = join(examplesDir, 'public', 'hello.json')
   const out = await runClient('undici-upload.mjs', [`http://127.0.0.1:${port}`, photo])
   const lines = out.trim().split('\n')
@@ -245,10 +267,9 @@ test('undici-upload.mjs against upload.mjs: a FormData file through request and 
     t.match(line, /^200 /, 'verify: required on the route, so the digest was there and matched')
     const answer = JSON.parse(line.slice(4)) as { saved: string, verified: boolean }
     t.equal(answer.verified, true)
-    // upload.mjs saves to one file per process: the second upload's bytes.
     t.same(readFileSync(answer.saved), readFileSync(photo), 'the file arrived whole')
   }
-  rmSync((JSON.parse((lines[0] as string).slice(4)) as { saved: string }).saved, { force: true })
+  t.equal(readdirSync(saves.dir).length, 2, 'a file of its own for each upload')
 })
 
 test('static.mjs: 200, 206 and HEAD of a file, with staticHeaders alone and in a setHeaders of one\'s own', async (t) => {
@@ -300,4 +321,94 @@ test('http2.mjs: trailers of a stream, and an upload without Content-Length', as
   const refused = await h2(port, { ':path': '/echo', ':method': 'POST', 'content-type': 'application/json', 'content-digest': sf('other') }, body)
   t.equal(refused.headers[':status'], 400)
   t.match(JSON.parse(refused.body.toString()), { code: 'FST_DIGEST_MISMATCH' })
+})
+
+/** The commands of a shell block: lines joined at a trailing backslash. */
+function shellCommands (block: string): string[] {
+  return block.replace(/\\\n/g, '').split('\n').map((line) => line.trim()).filter((line) => line !== '')
+}
+
+/** Runs a command with bash in `cwd`; resolves with its standard output. */
+function shell (command: string, cwd: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', ['-c', command], { cwd, env: plainEnv(), encoding: 'buffer', timeout: 10_000 }, (err, stdout, stderr) => {
+      if (err !== null) reject(new Error(`${command}: ${err.message}\n${stderr.toString()}`))
+      else resolve(stdout)
+    })
+  })
+}
+
+/** What `curl -si` prints: the status, the headers, and the body (with --raw, chunked: de-chunked, and the trailers). */
+function curlReply (out: Buffer): Reply {
+  const end = out.indexOf('\r\n\r\n')
+  const [statusLine, ...lines] = out.subarray(0, end).toString('latin1').split('\r\n')
+  const fields = (list: string[]): Record<string, string> => Object.fromEntries(list.map((line) => {
+    const colon = line.indexOf(':')
+    return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()]
+  }))
+  const headers = fields(lines)
+  let body = out.subarray(end + 4)
+  let trailers: Record<string, string> = {}
+  if (headers['transfer-encoding'] === 'chunked' && /^[0-9a-f]+\r\n/i.test(body.toString('latin1', 0, 10))) {
+    const chunks: Buffer[] = []
+    let at = 0
+    for (;;) {
+      const lineEnd = body.indexOf('\r\n', at)
+      const size = parseInt(body.toString('latin1', at, lineEnd), 16)
+      at = lineEnd + 2
+      if (size === 0) break
+      chunks.push(body.subarray(at, at + size))
+      at += size + 2
+    }
+    trailers = fields(body.toString('latin1', at).split('\r\n').filter((line) => line !== ''))
+    body = Buffer.concat(chunks)
+  }
+  return { status: Number(statusLine?.split(' ')[1]), headers, body, trailers }
+}
+
+test('curlReply: a --raw chunked reply with trailers', async (t) => {
+  const reply = curlReply(Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\ncontent-digest: x\r\n\r\n'))
+  t.same(reply, { status: 200, headers: { 'transfer-encoding': 'chunked', 'x-a': '1' }, body: Buffer.from('abcde'), trailers: { 'content-digest': 'x' } })
+})
+
+const shellTools = spawnSync('bash', ['-c', 'command -v curl && command -v openssl && command -v base64'], { encoding: 'utf8' })
+const noShellTools = shellTools.status === 0 ? false : 'needs bash, curl, openssl and base64'
+
+test('the README\'s curl commands, with curl, against the examples they name', { skip: noShellTools }, async (t) => {
+  const cwd = mkdtempSync(join(tmpdir(), 'readme-curl-'))
+  t.teardown(() => rmSync(cwd, { recursive: true, force: true }))
+
+  // The Quick start's command and the headers the README shows it gets.
+  const quick = /^```text\n\$ (curl .*)\n([\s\S]*?)^```/m.exec(readme)
+  t.ok(quick, 'the Quick start\'s curl command')
+  const quickPort = await startExample(t, 'quick-start.mjs')
+  const zipped = curlReply(await shell((quick?.[1] as string).replace('localhost:3000', `127.0.0.1:${quickPort}`), cwd))
+  t.equal(zipped.status, 200)
+  for (const line of (quick?.[2] as string).trim().split('\n')) {
+    const [name, shown] = line.split(/: (.*)/) as [string, string]
+    const got = zipped.headers[name]
+    if (shown.includes('…')) t.match(got, new RegExp(`^${shown.slice(0, shown.indexOf('…'))}`), name)
+    else t.equal(got, shown, name)
+  }
+
+  // The recipes: against `npm start` (examples/server.js).
+  const recipes = /^\*\*curl\*\* \(([^)]*)\)[^\n]*\n\n```sh\n([\s\S]*?)^```/m.exec(readme)
+  t.match(recipes?.[1], '`examples/server.js`', 'the recipes name their app')
+  const port = await startExample(t, 'server.js')
+  const replies: Reply[] = []
+  for (const command of shellCommands(recipes?.[2] as string)) {
+    t.notMatch(command, /localhost:(?!3000\/)/, 'every URL on the port of the example')
+    replies.push(curlReply(await shell(command.replaceAll('localhost:3000', `127.0.0.1:${port}`), cwd)))
+  }
+  const [asked, streamed, written, uploaded] = replies as [Reply, Reply, Reply, Reply]
+  t.equal(asked.status, 200)
+  t.equal(asked.headers['content-digest'], sf(asked.body), 'asked for: sha-256')
+  t.equal(asked.headers['repr-digest'], sf(asked.body))
+  t.equal(streamed.status, 200)
+  t.equal(streamed.headers['content-digest'], undefined)
+  t.equal(streamed.trailers['content-digest'], sf(streamed.body), 'a stream\'s digests as trailers')
+  t.equal(streamed.trailers['repr-digest'], sf(streamed.body))
+  t.equal(written.body.length, 0, 'printf writes body.json')
+  t.equal(uploaded.status, 201, 'uploaded with its digest')
+  t.match(JSON.parse(uploaded.body.toString()), { verification: { verified: true, fields: [{ field: 'Content-Digest', ok: true }] } })
 })

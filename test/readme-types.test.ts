@@ -8,7 +8,8 @@
 // "exports" of package.json: types/index.d.ts, types/client.d.ts), and
 // fastify, undici and the plugins from node_modules. skipLibCheck: the pack
 // test checks our declaration files without it; a third party's are not the
-// README's. Shell and text blocks are not TypeScript: not checked here.
+// README's. Shell and text blocks are not TypeScript: test/examples.test.ts
+// runs their curl commands.
 //
 // The convention for fragments: every block is a piece of one of
 // examples/*.mjs (test/examples.test.ts checks it). Ahead of its code, a
