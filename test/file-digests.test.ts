@@ -52,6 +52,7 @@ test('hashFile: null whenever the bytes may not be that version of the file', as
   t.equal(await hashFile({ path: file.path + '.missing', stat: file.stat }, ['sha-256']), null, 'cannot open')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, size: 3 } }, ['sha-256']), null, 'stat differs before reading')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, mtimeMs: file.stat.mtimeMs + 1 } }, ['sha-256']), null, 'mtime differs')
+  t.equal(await hashFile({ path: file.path, stat: { ...file.stat, ctimeMs: file.stat.ctimeMs - 1 } }, ['sha-256']), null, 'ctime differs')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, ino: file.stat.ino + 1 } }, ['sha-256']), null, 'inode differs')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, dev: file.stat.dev + 1 } }, ['sha-256']), null, 'device differs')
 

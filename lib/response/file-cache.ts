@@ -3,13 +3,17 @@
 // A 206 carries the Repr-Digest of the whole file and a HEAD the one of the
 // file a GET would send, yet neither response carries those bytes. So the
 // file is hashed on the side, streamed once (never buffered), and the result
-// cached under the file's identity: path, size, mtimeMs and inode. A digest
-// is kept only when the file's stat is the same before and after hashing and
-// equal to the stat @fastify/send served it under: a file rewritten between
-// two requests, or while it was being hashed, never gets a stale digest. Two
-// requests for the same uncached file share one hashing pass. (Like the ETag
-// @fastify/send derives from the same stat, this cannot see a rewrite that
-// keeps the size, the inode and the mtime to the nanosecond.)
+// cached under the file's identity: path, size, mtimeMs, ctimeMs and inode.
+// A digest is kept only when the file's stat is the same before and after
+// hashing and equal to the stat @fastify/send served it under: a file
+// rewritten between two requests, or while it was being hashed, never gets a
+// stale digest. The ctime is the one the kernel sets at every write, and no
+// call can set it back (utimes(2) sets it to the current time): a rewrite
+// that keeps the size, the inode and the mtime (a reproducible build copied
+// with `cp -p`) still changes it. Two writes within one tick of a coarse
+// file-system clock can share a ctime: what a full response streams is
+// therefore checked against the digests it was sent with (files.ts). Two
+// requests for the same uncached file share one hashing pass.
 //
 // No fastify here: which response stands for which file is lib/response/files.ts.
 import type { Stats } from 'node:fs'
@@ -18,7 +22,7 @@ import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults } from '../digest-stream'
 
 /** The stat fields that identify a version of a file. */
-export type FileStat = Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs'>
+export type FileStat = Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs'>
 
 export interface StaticFile {
   readonly path: string
@@ -37,7 +41,7 @@ export type HashFile = (file: StaticFile, algorithms: readonly DigestAlgorithm[]
 const READ_SIZE = 256 * 1024
 
 export function sameFile (a: FileStat, b: FileStat): boolean {
-  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ino === b.ino && a.dev === b.dev
+  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.dev === b.dev
 }
 
 /** The weak ETag @fastify/send derives from a stat. */
@@ -94,8 +98,8 @@ export async function hashFile (
 }
 
 function identityKey (file: StaticFile): string {
-  const { dev, ino, size, mtimeMs } = file.stat
-  return `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ino}\u0000${dev}`
+  const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
+  return `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
 }
 
 interface Entry {
@@ -148,8 +152,8 @@ export class FileDigestCache {
       for (const [a, v] of digests) entry.digests.set(a, v)
       touch(this.#entries, file.path, entry, this.#max)
     } else {
-      const { dev, ino, size, mtimeMs } = file.stat
-      touch(this.#entries, file.path, { stat: { dev, ino, size, mtimeMs }, digests: new Map(digests) }, this.#max)
+      const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
+      touch(this.#entries, file.path, { stat: { dev, ino, size, mtimeMs, ctimeMs }, digests: new Map(digests) }, this.#max)
     }
   }
 
