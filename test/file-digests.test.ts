@@ -6,12 +6,15 @@ import { createReadStream, statSync } from 'node:fs'
 import { mkdtemp, rm, writeFile, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Readable } from 'node:stream'
+import { Readable, Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../types/index'
 import { FileDigestCache, hashFile, parseContentRange, sendEtag, type ByteRange, type HashFile, type StaticFile } from '../lib/response/file-cache'
 import { identityFile, resolveFileResponse, staticHeaders } from '../lib/response/files'
 import { normalizeOptions } from '../lib/options'
+import { CheckedStream } from '../lib/digest-stream'
 import { sf, pattern } from './helpers'
 
 interface Closeable { teardown (fn: () => unknown): void }
@@ -144,11 +147,36 @@ test('FileDigestCache: never stale, and bounded', async (t) => {
   t.ok(cache.cached(a, ['sha-256']))
   t.ok(cache.cached(c, ['sha-256']))
 
+  cache.drop(c.path)
+  t.equal(cache.cached(c, ['sha-256']), null, 'dropped: the bytes sent did not match')
+  t.equal(cache.size, 1)
+
   const none = new FileDigestCache(0)
   t.equal(field(await none.digests(a, ['sha-256'])), sf('a'), 'fileCacheSize 0 still answers')
   t.equal(none.size, 0, 'and keeps nothing')
   none.remember('alias', a.path)
   t.equal(none.recall('alias'), null)
+})
+
+test('CheckedStream: the last chunk is held back until the bytes match the digests expected', async (t) => {
+  const sha256 = (data: string): Buffer => createHash('sha256').update(data).digest()
+  const run = async (chunks: string[], expected: Array<[DigestAlgorithm, Buffer]>): Promise<{ out: string, err: unknown, failed: DigestAlgorithm[] }> => {
+    const failed: DigestAlgorithm[] = []
+    const check = new CheckedStream(['sha-256'], (algorithm) => {
+      failed.push(algorithm)
+      return new Error('mismatch')
+    })
+    for (const [a, v] of expected) check.expected.set(a, v)
+    let out = ''
+    const sink = new Writable({ write (chunk, _encoding, callback) { out += String(chunk); callback() } })
+    const err = await pipeline(Readable.from(chunks.map((c) => Buffer.from(c))), check, sink).then(() => null, (e: unknown) => e)
+    return { out, err, failed }
+  }
+  t.same(await run(['ab', 'cd', 'ef'], [['sha-256', sha256('abcdef')]]), { out: 'abcdef', err: null, failed: [] }, 'a match: every byte, a clean end')
+  t.same(await run(['ab', 'cd', 'ef'], []), { out: 'abcdef', err: null, failed: [] }, 'nothing expected')
+  t.same(await run([], [['sha-256', sha256('')]]), { out: '', err: null, failed: [] }, 'no bytes')
+  t.match(await run(['ab', 'cd', 'ef'], [['sha-256', sha256('abcdeF')]]), { out: 'abcd', err: { message: 'mismatch' }, failed: ['sha-256'] }, 'a mismatch: the last chunk never goes out')
+  t.match(await run(['ab'], [['sha-512', sha256('ab')]]), { out: '', err: { message: 'mismatch' }, failed: ['sha-512'] }, 'an algorithm not hashed cannot be vouched for')
 })
 
 test('the fileCacheSize option', async (t) => {

@@ -216,6 +216,11 @@ export class FileDigestCache {
     return cachedOnly ? this.cached(file, algorithms) : await this.digests(file, algorithms)
   }
 
+  /** Forget the digests of `path`: the bytes sent did not match them. */
+  drop (path: string): void {
+    this.#entries.delete(path)
+  }
+
   remember (alias: string, path: string): void {
     touch(this.#aliases, alias, path, this.#max)
   }
