@@ -110,6 +110,10 @@ async function fileDigests (state: ResponseState, file: FileResponse): Promise<v
     state.fileCoded = await files.lookup(file, coded, file.cachedOnly)
     state.repr = identity === null ? null : await files.lookup(identity, fileIdentity, file.cachedOnly)
   }
+  // Being hashed in the background: left out for now.
+  if (files.background && !file.cachedOnly && (state.fileCoded === null || (identity !== null && state.repr === null))) {
+    state.omitted = 'file-not-hashed'
+  }
 }
 
 /**
