@@ -170,11 +170,6 @@ export class FileDigestCache {
     this.#wrongSidecar = options.wrongSidecar ?? (() => {})
   }
 
-  /** Whether what is not known yet is hashed in the background, without waiting. */
-  get background (): boolean {
-    return this.#background
-  }
-
   get size (): number {
     return this.#entries.size
   }

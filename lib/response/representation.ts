@@ -111,7 +111,7 @@ async function fileDigests (state: ResponseState, file: FileResponse): Promise<v
     state.repr = identity === null ? null : await files.lookup(identity, fileIdentity, file.cachedOnly)
   }
   // Being hashed in the background: left out for now.
-  if (files.background && !file.cachedOnly && (state.fileCoded === null || (identity !== null && state.repr === null))) {
+  if (state.params.fileHashing === 'background' && !file.cachedOnly && (state.fileCoded === null || (identity !== null && state.repr === null))) {
     state.omitted = 'file-not-hashed'
   }
 }
