@@ -23,4 +23,8 @@ export interface DigestParams {
   readonly legacyDigest: boolean
   /** How many files' whole-file digests are kept (plugin-level only). */
   readonly fileCacheSize: number
+  /** A file whose digests are not known yet: hashed before answering, or in the background (plugin-level only). */
+  readonly fileHashing: 'wait' | 'background'
+  /** Read whole-file digests from sidecar checksum files (plugin-level only). */
+  readonly fileSidecars: boolean
 }

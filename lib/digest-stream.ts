@@ -3,6 +3,7 @@
 import { Readable, Transform, finished, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm, Digester } from '../types/index'
 import { createDigester, computeDigest } from './algorithms'
+import { digestsEqual } from './verification'
 
 export type DigestResults = Map<DigestAlgorithm, Buffer>
 
@@ -56,6 +57,49 @@ export class DigestTransform extends Transform {
   override _flush (callback: TransformCallback): void {
     this.digests = this.#hasher.digest()
     callback()
+  }
+}
+
+const NO_DIGEST = Buffer.alloc(0)
+
+/**
+ * A pass-through stream checking bytes against digests taken before they
+ * were sent (a file's, from a cache or a read on the side): it hashes what
+ * flows through it and holds the last chunk back until the end, where every
+ * digest in `expected` (filled in at any time before the end) must match.
+ * On a mismatch it fails with `mismatch()`'s error instead of ending: the
+ * receiver never gets the last bytes, so the response is cut, never
+ * complete.
+ */
+export class CheckedStream extends Transform {
+  readonly #hasher: MultiDigester
+  readonly #mismatch: (algorithm: DigestAlgorithm) => Error
+  #held: Buffer | null = null
+  readonly expected: DigestResults = new Map()
+
+  constructor (algorithms: Iterable<DigestAlgorithm>, mismatch: (algorithm: DigestAlgorithm) => Error) {
+    super()
+    this.#hasher = new MultiDigester(algorithms)
+    this.#mismatch = mismatch
+  }
+
+  override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.#hasher.update(chunk)
+    if (this.#held !== null) this.push(this.#held)
+    this.#held = chunk
+    callback()
+  }
+
+  override _flush (callback: TransformCallback): void {
+    const actual = this.#hasher.digest()
+    for (const [algorithm, value] of this.expected) {
+      // An algorithm that was not hashed cannot be vouched for either.
+      if (!digestsEqual(actual.get(algorithm) ?? NO_DIGEST, value)) {
+        callback(this.#mismatch(algorithm))
+        return
+      }
+    }
+    callback(null, this.#held ?? undefined)
   }
 }
 

@@ -46,6 +46,9 @@ export const FST_DIGEST_UNREAD_TOO_LARGE = createError(
 export const FST_DIGEST_INCOMPLETE = createError(
   'FST_DIGEST_INCOMPLETE', 'The request content ended before it could be checked', 400)
 
+export const FST_DIGEST_FILE_CHANGED = createError(
+  'FST_DIGEST_FILE_CHANGED', 'The file %s changed while it was sent: its bytes do not match the %s digest the response was sent with, so the response was cut off', 500)
+
 export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
@@ -60,7 +63,8 @@ export const errors = {
   FST_DIGEST_INVALID_ENCODING,
   FST_DIGEST_CONTENT_TOO_LARGE,
   FST_DIGEST_UNREAD_TOO_LARGE,
-  FST_DIGEST_INCOMPLETE
+  FST_DIGEST_INCOMPLETE,
+  FST_DIGEST_FILE_CHANGED
 } as const satisfies Record<DigestErrorCode, unknown>
 
 // The client's (fastify-digest-fields/client, collected in

@@ -45,7 +45,9 @@ const pluginOptionKeys: Readonly<Record<keyof FastifyDigestFieldsOptions, true>>
   liveTypes: true,
   conditional: true,
   legacyDigest: true,
-  fileCacheSize: true
+  fileCacheSize: true,
+  fileHashing: true,
+  fileSidecars: true
 }
 const pluginKeys: readonly string[] = Object.keys(pluginOptionKeys)
 
@@ -156,6 +158,17 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     // In the default mode Repr-Digest already is the digest before content coding.
     throw pluginFail('unencodedDigest', 'only applies with strict: true (the default mode\'s Repr-Digest is already unencoded)')
   }
+  const fileCacheSize = checkSize(opts.fileCacheSize, defaultFileCacheSize, pluginFail, 'fileCacheSize', 'files')
+  const fileHashing = opts.fileHashing === undefined ? 'wait' : opts.fileHashing
+  if (fileHashing !== 'wait' && fileHashing !== 'background') {
+    throw pluginFail('fileHashing', `expected 'wait' or 'background', got ${describe(fileHashing)}`)
+  }
+  const fileSidecars = checkBoolean(opts.fileSidecars, 'fileSidecars', false, pluginFail)
+  // Digests hashed in the background, and sidecars (each checked by a
+  // background pass), are only of use to later requests through the cache.
+  if (fileCacheSize === 0 && (fileHashing === 'background' || fileSidecars)) {
+    throw pluginFail(fileSidecars ? 'fileSidecars' : 'fileHashing', 'needs the file cache (fileCacheSize above 0): what is hashed in the background is kept there')
+  }
   return Object.freeze({
     algorithms,
     contentDigest: checkUnsolicited(opts.contentDigest, 'contentDigest', algorithms, [], pluginFail),
@@ -169,7 +182,9 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     live: null,
     conditional: checkBoolean(opts.conditional, 'conditional', true, pluginFail),
     legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', false, pluginFail),
-    fileCacheSize: checkSize(opts.fileCacheSize, defaultFileCacheSize, pluginFail, 'fileCacheSize', 'files')
+    fileCacheSize,
+    fileHashing,
+    fileSidecars
   })
 }
 

@@ -6,12 +6,16 @@ import { createReadStream, statSync } from 'node:fs'
 import { mkdtemp, rm, writeFile, type FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Readable } from 'node:stream'
+import { Readable, Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { createHash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../types/index'
 import { FileDigestCache, hashFile, parseContentRange, sendEtag, type ByteRange, type HashFile, type StaticFile } from '../lib/response/file-cache'
 import { identityFile, resolveFileResponse, staticHeaders } from '../lib/response/files'
 import { normalizeOptions } from '../lib/options'
+import { CheckedStream } from '../lib/digest-stream'
+import { readSidecars } from '../lib/response/sidecars'
 import { sf, pattern } from './helpers'
 
 interface Closeable { teardown (fn: () => unknown): void }
@@ -52,6 +56,7 @@ test('hashFile: null whenever the bytes may not be that version of the file', as
   t.equal(await hashFile({ path: file.path + '.missing', stat: file.stat }, ['sha-256']), null, 'cannot open')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, size: 3 } }, ['sha-256']), null, 'stat differs before reading')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, mtimeMs: file.stat.mtimeMs + 1 } }, ['sha-256']), null, 'mtime differs')
+  t.equal(await hashFile({ path: file.path, stat: { ...file.stat, ctimeMs: file.stat.ctimeMs - 1 } }, ['sha-256']), null, 'ctime differs')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, ino: file.stat.ino + 1 } }, ['sha-256']), null, 'inode differs')
   t.equal(await hashFile({ path: file.path, stat: { ...file.stat, dev: file.stat.dev + 1 } }, ['sha-256']), null, 'device differs')
 
@@ -91,7 +96,7 @@ function counting (): { hash: HashFile, calls: Array<readonly DigestAlgorithm[]>
 test('FileDigestCache: one pass per file version, shared by concurrent requests, merged per algorithm', async (t) => {
   const file = await tempFile(t, 'shared pass')
   const { hash, calls, release } = counting()
-  const cache = new FileDigestCache(10, hash)
+  const cache = new FileDigestCache(10, { hash })
   const all = Promise.all([
     cache.digests(file, ['sha-256']),
     cache.digests(file, ['sha-256']),
@@ -143,6 +148,10 @@ test('FileDigestCache: never stale, and bounded', async (t) => {
   t.ok(cache.cached(a, ['sha-256']))
   t.ok(cache.cached(c, ['sha-256']))
 
+  cache.drop(c.path)
+  t.equal(cache.cached(c, ['sha-256']), null, 'dropped: the bytes sent did not match')
+  t.equal(cache.size, 1)
+
   const none = new FileDigestCache(0)
   t.equal(field(await none.digests(a, ['sha-256'])), sf('a'), 'fileCacheSize 0 still answers')
   t.equal(none.size, 0, 'and keeps nothing')
@@ -150,7 +159,75 @@ test('FileDigestCache: never stale, and bounded', async (t) => {
   t.equal(none.recall('alias'), null)
 })
 
-test('the fileCacheSize option', async (t) => {
+test('FileDigestCache with sidecars: used at once, checked by a background pass, replaced when wrong', async (t) => {
+  const dir = await tempDir(t)
+  const sidecar = (name: string, content: string): Promise<void> => writeFile(join(dir, `${name}.sha256`), `${createHash('sha256').update(content).digest('hex')}  ${name}\n`)
+  const make = async (name: string, content: string, claimed: string): Promise<StaticFile> => {
+    await writeFile(join(dir, name), content)
+    await sidecar(name, claimed)
+    return { path: join(dir, name), stat: statSync(join(dir, name)) }
+  }
+  const right = await make('right.js', 'right', 'right')
+  const wrong = await make('wrong.js', 'wrong', 'a lie')
+  const { hash, calls, release } = counting()
+  const told: string[] = []
+  const cache = new FileDigestCache(10, { sidecars: true, hash, wrongSidecar: (path) => told.push(path) })
+  t.equal(field(await cache.digests(right, ['sha-256'])), sf('right'), 'from the sidecar, while its check waits')
+  t.equal(field(await cache.digests(wrong, ['sha-256'])), sf('a lie'), 'a wrong sidecar is served until checked (HEAD and 206 only: a GET is checked as it is sent)')
+  t.same(calls, [['sha-256'], ['sha-256']], 'one check each')
+  release()
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.same(told, [wrong.path], 'the wrong one is reported')
+  t.equal(field(cache.cached(wrong, ['sha-256'])), sf('wrong'), 'and replaced by the file\'s own digest')
+  t.equal(field(cache.cached(right, ['sha-256'])), sf('right'))
+  cache.drop(wrong.path)
+  t.equal(field(await cache.digests(wrong, ['sha-256'])), sf('wrong'), 'that version\'s sidecar is not read again')
+  t.equal(calls.length, 3)
+
+  // A check that cannot read the file to the end (rewritten meanwhile): its claim is dropped.
+  const moving = await make('moving.js', 'moving', 'moving')
+  const rewriting = new FileDigestCache(10, {
+    sidecars: true,
+    hash: async (file, algorithms) => {
+      await writeFile(file.path, 'moved')
+      return await hashFile(file, algorithms)
+    }
+  })
+  t.equal(field(await rewriting.digests(moving, ['sha-256'])), sf('moving'))
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(rewriting.cached(moving, ['sha-256']), null, 'unchecked: dropped')
+
+  // Without a callback, a wrong sidecar is still replaced.
+  const quiet = new FileDigestCache(10, { sidecars: true })
+  t.equal(field(await quiet.digests(wrong, ['sha-256'])), sf('a lie'))
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(field(quiet.cached(wrong, ['sha-256'])), sf('wrong'))
+  t.equal(await readSidecars(right.path, right.stat.ctimeMs, ['md5']), null, 'no sidecar for other algorithms')
+  t.equal(await readSidecars(right.path, right.stat.ctimeMs + 60000, ['sha-256']), null, 'older than the file')
+})
+
+test('CheckedStream: the last chunk is held back until the bytes match the digests expected', async (t) => {
+  const sha256 = (data: string): Buffer => createHash('sha256').update(data).digest()
+  const run = async (chunks: string[], expected: Array<[DigestAlgorithm, Buffer]>): Promise<{ out: string, err: unknown, failed: DigestAlgorithm[] }> => {
+    const failed: DigestAlgorithm[] = []
+    const check = new CheckedStream(['sha-256'], (algorithm) => {
+      failed.push(algorithm)
+      return new Error('mismatch')
+    })
+    for (const [a, v] of expected) check.expected.set(a, v)
+    let out = ''
+    const sink = new Writable({ write (chunk, _encoding, callback) { out += String(chunk); callback() } })
+    const err = await pipeline(Readable.from(chunks.map((c) => Buffer.from(c))), check, sink).then(() => null, (e: unknown) => e)
+    return { out, err, failed }
+  }
+  t.same(await run(['ab', 'cd', 'ef'], [['sha-256', sha256('abcdef')]]), { out: 'abcdef', err: null, failed: [] }, 'a match: every byte, a clean end')
+  t.same(await run(['ab', 'cd', 'ef'], []), { out: 'abcdef', err: null, failed: [] }, 'nothing expected')
+  t.same(await run([], [['sha-256', sha256('')]]), { out: '', err: null, failed: [] }, 'no bytes')
+  t.match(await run(['ab', 'cd', 'ef'], [['sha-256', sha256('abcdeF')]]), { out: 'abcd', err: { message: 'mismatch' }, failed: ['sha-256'] }, 'a mismatch: the last chunk never goes out')
+  t.match(await run(['ab'], [['sha-512', sha256('ab')]]), { out: '', err: { message: 'mismatch' }, failed: ['sha-512'] }, 'an algorithm not hashed cannot be vouched for')
+})
+
+test('the fileCacheSize, fileHashing and fileSidecars options', async (t) => {
   t.equal(normalizeOptions().fileCacheSize, 1000)
   t.equal(normalizeOptions({ fileCacheSize: 0 }).fileCacheSize, 0)
   for (const bad of [-1, 1.5, '10', null]) {
@@ -158,6 +235,16 @@ test('the fileCacheSize option', async (t) => {
       code: 'FST_DIGEST_INVALID_OPTION', message: /"fileCacheSize": expected a non-negative integer number of files/
     })
   }
+  t.match(normalizeOptions({ fileHashing: 'background', fileSidecars: true }), { fileHashing: 'background', fileSidecars: true })
+  t.match(normalizeOptions({ fileHashing: 'wait', fileSidecars: false }), { fileHashing: 'wait', fileSidecars: false })
+  for (const bad of ['Background', true, null, 'later']) {
+    t.throws(() => normalizeOptions({ fileHashing: bad as never }), {
+      code: 'FST_DIGEST_INVALID_OPTION', message: /"fileHashing": expected 'wait' or 'background', got /
+    })
+  }
+  t.throws(() => normalizeOptions({ fileSidecars: 'yes' as never }), { message: /"fileSidecars": expected a boolean/ })
+  t.throws(() => normalizeOptions({ fileCacheSize: 0, fileHashing: 'background' }), { message: /"fileHashing": needs the file cache \(fileCacheSize above 0\)/ })
+  t.throws(() => normalizeOptions({ fileCacheSize: 0, fileSidecars: true }), { message: /"fileSidecars": needs the file cache/ })
 })
 
 test('parseContentRange, sendEtag', async (t) => {

@@ -231,7 +231,7 @@ test('the whole-file digest cache is bounded by fileCacheSize: evicted files are
     t.equal(spy.passes.get('sha-256'), expected, `fileCacheSize ${fileCacheSize}: ${expected} hashing passes for 12 requests of 6 files`)
   }
   // The cache itself, and its ETag aliases, never hold more than their bound.
-  const cache = new FileDigestCache(3, async (_file, algorithms) => new Map(algorithms.map((a) => [a, Buffer.alloc(32)])))
+  const cache = new FileDigestCache(3, { hash: async (_file, algorithms) => new Map(algorithms.map((a) => [a, Buffer.alloc(32)])) })
   for (let i = 0; i < 1000; i++) {
     const path = join(dir, `virtual-${i}`)
     await cache.digests({ path, stat: { ...statSync(dir), size: i } }, ['sha-256'])

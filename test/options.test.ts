@@ -48,7 +48,9 @@ test('defaults and normalization', async (t) => {
     live: null,
     conditional: true,
     legacyDigest: false,
-    fileCacheSize: 1000
+    fileCacheSize: 1000,
+    fileHashing: 'wait',
+    fileSidecars: false
   })
   t.ok(Object.isFrozen(d))
   const o = normalizeOptions({
@@ -95,7 +97,7 @@ test('unknown keys fail at registration, naming the key and the nearest option',
     ['case', { contentdigest: true }, 'Invalid fastify-digest-fields option "contentdigest": unknown option; did you mean "contentDigest"?'],
     ['kebab case', { 'repr-digest': true }, 'Invalid fastify-digest-fields option "repr-digest": unknown option; did you mean "reprDigest"?'],
     ['shortened', { maxBuffer: 10 }, 'Invalid fastify-digest-fields option "maxBuffer": unknown option; did you mean "maxBufferSize"?'],
-    ['nothing near', { foo: 1 }, 'Invalid fastify-digest-fields option "foo": unknown option (options: algorithms, contentDigest, reprDigest, verify, strict, unencodedDigest, trailers, maxBufferSize, liveTypes, conditional, legacyDigest, fileCacheSize)'],
+    ['nothing near', { foo: 1 }, 'Invalid fastify-digest-fields option "foo": unknown option (options: algorithms, contentDigest, reprDigest, verify, strict, unencodedDigest, trailers, maxBufferSize, liveTypes, conditional, legacyDigest, fileCacheSize, fileHashing, fileSidecars)'],
     ['even when undefined', { verify: 'required', trailer: undefined }, 'Invalid fastify-digest-fields option "trailer": unknown option; did you mean "trailers"?']
   ]
   for (const [name, opts, message] of cases) {

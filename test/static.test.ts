@@ -320,6 +320,37 @@ test('a file rewritten between two requests gets a new digest, never a stale one
   await check('same size and mtime, another inode')
 })
 
+test('a file rewritten in place with the same size and mtime (a reproducible build copied with cp -p) gets a new digest', async (t) => {
+  const FIXED = new Date('1980-01-01T00:00:00Z')
+  for (const order of [undefined, 'compress-first', 'digest-first'] as const) {
+    const { app, dir, disk, write } = await serve(t, { 'app.js': 'console.log("v1.0.1")\n' }, { compress: order })
+    const path = join(dir, 'app.js')
+    utimesSync(path, FIXED, FIXED)
+    const check = async (label: string): Promise<void> => {
+      const cases: Array<['GET' | 'HEAD', Record<string, string>]> = [
+        ['GET', {}], ['GET', { 'accept-encoding': 'gzip' }], ['GET', { range: 'bytes=2-9' }], ['HEAD', {}], ['HEAD', { range: 'bytes=2-9' }]
+      ]
+      for (const [method, headers] of cases) {
+        const res = await app.inject({ method, url: '/app.js', headers })
+        const name = `${order ?? 'no compress'} ${label}: ${method} ${JSON.stringify(headers)}`
+        t.equal(res.headers['repr-digest'], sf(disk('app.js')), `${name}: Repr-Digest`)
+        if (method === 'GET') t.equal(res.headers['content-digest'], sf(res.rawPayload), `${name}: Content-Digest`)
+      }
+    }
+    await check('v1.0.1')
+    const before = statSync(path)
+    // Past one tick of a coarse file-system clock, so the kernel gives the write another ctime.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    writeFileSync(path, 'console.log("v1.0.2")\n', { flag: 'r+' })
+    utimesSync(path, FIXED, FIXED)
+    const after = statSync(path)
+    t.same([after.ino, after.size, after.mtimeMs], [before.ino, before.size, before.mtimeMs], 'same inode, size and mtime')
+    t.not(after.ctimeMs, before.ctimeMs, 'another ctime')
+    await check('v1.0.2')
+    write('app.js', 'console.log("v1.0.3")\n')
+  }
+})
+
 test('a file that changes while it is being served: digests omitted, not stale', async (t) => {
   const logs: string[] = []
   const { app, disk } = await serve(t, { 'big.bin': pattern(50000), 'small.bin': pattern(100) }, {

@@ -93,6 +93,20 @@ declare namespace fastifyDigestFields {
      * are kept (least recently used out; 0 keeps none). Default `1000`.
      */
     fileCacheSize?: number
+    /**
+     * Files served with @fastify/static whose whole-file digests are not
+     * known yet: `'wait'` hashes the file before answering; `'background'`
+     * answers at once without them (`reply.digestsOmitted`) and hashes the
+     * file for later requests. Default `'wait'`.
+     */
+    fileHashing?: 'wait' | 'background'
+    /**
+     * Files served with @fastify/static: take whole-file digests from
+     * checksum files next to them (`app.js.sha256`, `app.js.sha512`, as
+     * `sha256sum` prints them) written after the file, each checked against
+     * the file in the background. Default `false`.
+     */
+    fileSidecars?: boolean
   }
 
   /** The options a route may override through its `digest` route option. */
@@ -114,10 +128,11 @@ declare namespace fastifyDigestFields {
   /**
    * Why digest fields that were asked for (Want-*) or configured were left
    * out of a response: a live stream without trailers (or the HEAD of one),
-   * or a stream larger than `maxBufferSize` without trailers.
+   * a stream larger than `maxBufferSize` without trailers, or a static file
+   * not hashed yet (`fileHashing: 'background'`).
    */
   export interface DigestOmission {
-    reason: 'live-stream' | 'over-max-buffer-size'
+    reason: 'live-stream' | 'over-max-buffer-size' | 'file-not-hashed'
     fields: ResponseDigestField[]
   }
 
@@ -228,6 +243,7 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_CONTENT_TOO_LARGE'
     | 'FST_DIGEST_UNREAD_TOO_LARGE'
     | 'FST_DIGEST_INCOMPLETE'
+    | 'FST_DIGEST_FILE_CHANGED'
 
   /**
    * @fastify/static's `setHeaders` option (`setHeaders: staticHeaders`; with

@@ -44,10 +44,15 @@ test('plugin options', () => {
     conditional: false,
     legacyDigest: true,
     fileCacheSize: 50,
+    fileHashing: 'background',
+    fileSidecars: true,
     liveTypes: ['text/event-stream', 'application/x-ndjson']
   })
   expect(app.register).type.not.toBeCallableWith(digestFields, { liveTypes: 'text/event-stream' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileCacheSize: '50' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: 'later' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: true })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { fileSidecars: 'sha256' })
   app.register(digestFields, { contentDigest: 'sha-512', verify: false })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: ['md4'] })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: 'sha-256' })
@@ -72,6 +77,7 @@ test('the digest route option', () => {
   expect(app.get).type.not.toBeCallableWith('/x', { digest: 'yes' }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: true }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { algorithms: ['sha-256'] } }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { fileHashing: 'background' } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { contentDigest: 'md4' } }, handler)
   expect(app.route).type.not.toBeCallableWith({ method: 'GET', url: '/x', digest: 'yes', handler })
   expect<RouteDigestOptions>().type.toBeAssignableFrom({ verify: false as const })
@@ -87,7 +93,7 @@ test('decorators', () => {
   })
   app.addHook('onResponse', async (_request, reply) => {
     expect(reply.digestsOmitted).type.toBe<DigestOmission | null>()
-    expect(reply.digestsOmitted?.reason).type.toBe<'live-stream' | 'over-max-buffer-size' | undefined>()
+    expect(reply.digestsOmitted?.reason).type.toBe<'live-stream' | 'over-max-buffer-size' | 'file-not-hashed' | undefined>()
     expect(reply.digestsOmitted?.fields).type.toBe<Array<'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest'> | undefined>()
   })
 })

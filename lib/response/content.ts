@@ -8,14 +8,14 @@
 // buffered when it fits in maxBufferSize, or else read from the file before
 // sending.
 import { pipeline, type Readable } from 'node:stream'
-import type { ReadStream } from 'node:fs'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { DigestTransform, collectUpTo, digestAll, type DigestResults } from '../digest-stream'
+import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults } from '../digest-stream'
+import type { DigestParams } from '../digest-params'
 import { digestFieldOf } from '../fields'
 import { getDeclared } from '../declared'
-import { hashFile } from './file-cache'
+import { hashFile, type ByteRange } from './file-cache'
 import type { FileResponse } from './files'
-import { NONE, union } from './plan'
+import { NONE, union, type ResponsePlan } from './plan'
 import { declareTrailer, decidePrecondition, emitFields, reprDigests, setField, wholeOf, writeShared } from './emit'
 import { commaSeparatedTrailer } from './trailer-field'
 import type { Payload, ResponseState } from './state'
@@ -64,9 +64,22 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
   return emitFields(reply, payload, state, content, identity)
 }
 
+/**
+ * Whether a 206's Content-Digest is read from the file before sending: it
+ * can go neither as a trailer nor buffered within maxBufferSize.
+ */
+export function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: ByteRange): boolean {
+  return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
+}
+
+/** What the stream must match at its end: the digests the response is sent with. */
+function expect (stream: CheckedStream, digests: DigestResults): void {
+  for (const [a, v] of digests) stream.expected.set(a, v)
+}
+
 /** emitFields() for a file's stream, releasing the file when the answer is a 406 instead. */
 function emitFileFields (
-  reply: FastifyReply, stream: ReadStream, state: ResponseState, content: DigestResults | null
+  reply: FastifyReply, stream: CheckedStream, state: ResponseState, content: DigestResults | null
 ): Payload {
   const out = emitFields(reply, stream, state, content, state.repr)
   if (out !== stream) stream.destroy()
@@ -84,7 +97,7 @@ async function fileContent (
   request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
 ): Promise<Payload | null> {
   const { plan, params } = state
-  const stream = file.stream as ReadStream
+  const stream = state.fileStream as CheckedStream
   const range = file.range
   if (!plan.reprOfContent) {
     // The representation digest is known now: decide the 406 rule before
@@ -103,13 +116,16 @@ async function fileContent (
     const needed = plan.contentHashed
     const known = state.fileCoded
     const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, needed)
-    return content === null ? null : emitFileFields(reply, stream, state, content)
+    if (content === null) return null
+    expect(stream, content)
+    return emitFileFields(reply, stream, state, content)
   }
   if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)
-  if (plan.trailers || range.end - range.start < params.maxBufferSize) return null
+  if (!partReadFromFile(plan, params, range)) return null
   // Neither trailers nor a buffer: read the part from the file first.
   const content = await hashFile(file, plan.content, range)
   if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
+  else expect(stream, content)
   return emitFileFields(reply, stream, state, content)
 }
 

@@ -126,7 +126,14 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   fastify.decorateRequest(kResponseState, kNothing)
   fastify.decorateReply(kStaticFile, null)
   fastify.decorateReply('digestsOmitted', null)
-  const context: ResponseContext = { files: new FileDigestCache(params.fileCacheSize), omissions: new OmissionLog() }
+  const files = new FileDigestCache(params.fileCacheSize, {
+    background: params.fileHashing === 'background',
+    sidecars: params.fileSidecars,
+    wrongSidecar (path) {
+      fastify.log.warn({ path }, 'fastify-digest-fields: a sidecar checksum does not match its file; the file\'s own digests are used')
+    }
+  })
+  const context: ResponseContext = { files, omissions: new OmissionLog() }
 
   /**
    * After the representation stage: on to compress and the content stage, or

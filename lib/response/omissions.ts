@@ -1,6 +1,7 @@
 // Digest fields a response was meant to carry (asked for with Want-*, or
 // configured unsolicited) but that cannot be sent: a live stream without
-// trailers, or a stream larger than maxBufferSize without trailers. The
+// trailers, a stream larger than maxBufferSize without trailers, or a static
+// file whose digests are being hashed in the background. The
 // application is told on the reply (`reply.digestsOmitted`), and the log
 // once per route and reason, at warn, with the reason and the fix.
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -20,6 +21,9 @@ function fixOf (reason: OmissionReason, head: boolean, trailers: boolean): strin
   if (reason === 'over-max-buffer-size') {
     return `raise maxBufferSize (plugin or route option) above the response's size, or ${asTrailers}`
   }
+  if (reason === 'file-not-hashed') {
+    return 'later responses carry them once the file is hashed; to wait for the hash instead, set fileHashing: \'wait\', or ship checksum files next to the files (fileSidecars)'
+  }
   if (head) {
     return 'declare the digest with reply.setReprDigest() when it is known, or set digest: { live: false } on the route to read the stream (up to maxBufferSize)'
   }
@@ -28,6 +32,7 @@ function fixOf (reason: OmissionReason, head: boolean, trailers: boolean): strin
 
 function whyOf (reason: OmissionReason, head: boolean): string {
   if (reason === 'over-max-buffer-size') return 'the streamed response is larger than maxBufferSize and goes without trailers'
+  if (reason === 'file-not-hashed') return 'the file\'s whole-file digests are not known yet (fileHashing: \'background\' answers without waiting for them)'
   return head
     ? 'the HEAD of a live stream is answered at once, without reading the stream'
     : 'a live stream is never held back for a digest, and it goes without trailers'

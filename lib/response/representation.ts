@@ -9,14 +9,18 @@
 // here: their whole-file digests come from a cache, hashed on the side
 // before anything is sent, so a HEAD and a 206 carry the whole file's
 // Repr-Digest and an unchanged 200 needs neither trailers nor buffering.
+// What a GET then streams is checked against the digests it was sent with
+// (CheckedStream): the file may have changed after they were taken.
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestParams } from '../digest-params'
-import { DigestTransform, collectUpTo } from '../digest-stream'
+import { CheckedStream, DigestTransform, collectUpTo } from '../digest-stream'
+import { FST_DIGEST_FILE_CHANGED } from '../errors'
+import { partReadFromFile } from './content'
 import { identityFile, resolveFileResponse, type FileResponse } from './files'
 import { isLiveStream } from './live-streams'
-import { planDelivery, union, type FieldPlan, type PayloadFacts } from './plan'
+import { NONE, planDelivery, union, type FieldPlan, type PayloadFacts } from './plan'
 import { newState, type Payload, type ResponseContext, type ResponseState } from './state'
 
 export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
@@ -106,6 +110,40 @@ async function fileDigests (state: ResponseState, file: FileResponse): Promise<v
     state.fileCoded = await files.lookup(file, coded, file.cachedOnly)
     state.repr = identity === null ? null : await files.lookup(identity, fileIdentity, file.cachedOnly)
   }
+  // Being hashed in the background: left out for now.
+  if (state.params.fileHashing === 'background' && !file.cachedOnly && (state.fileCoded === null || (identity !== null && state.repr === null))) {
+    state.omitted = 'file-not-hashed'
+  }
+}
+
+/**
+ * A GET's file stream, checked at its end against the digests of the bytes
+ * it sends that were taken before sending (docs/design.md, "Static files"):
+ * the whole file's for a 200, the part's when the content stage reads a
+ * 206's part from the file. On a mismatch the file's digests are dropped
+ * from the cache and the response is cut off: the client sees an incomplete
+ * response (HTTP/1.1) or a reset stream (HTTP/2), never a clean end.
+ */
+function checkedFileStream (reply: FastifyReply, state: ResponseState, file: FileResponse, stream: NodeJS.ReadableStream): CheckedStream {
+  const { plan, params } = state
+  const { range } = file
+  // A stale file's stream is hashed as any stream: nothing is taken before sending.
+  let algorithms = NONE
+  if (range === null && !file.stale) algorithms = union(plan.contentHashed, [...(state.fileCoded?.keys() ?? NONE)])
+  else if (range !== null && !file.stale && partReadFromFile(plan, params, range)) algorithms = plan.content
+  const check = new CheckedStream(algorithms, (algorithm) => {
+    const err = new FST_DIGEST_FILE_CHANGED(file.path, algorithm)
+    state.context.files.drop(file.path)
+    // With an error: an HTTP/2 stream is then reset with INTERNAL_ERROR (a
+    // reset with NO_ERROR would end it cleanly for the client).
+    reply.raw.destroy(err)
+    return err
+  })
+  // The content stage adds a 200's Content-Digest and a 206's part digest.
+  if (range === null && state.fileCoded !== null) for (const [a, v] of state.fileCoded) check.expected.set(a, v)
+  pipeline(stream, check, () => {})
+  state.fileStream = check
+  return check
 }
 
 /** The representation stage for a stream; resolves to the payload to pass on, and the state. */
@@ -126,7 +164,7 @@ export async function streamRepresentation (
   const state = newState(plan, params, context, reprEncoding, file)
   if (file !== null) {
     await fileDigests(state, file)
-    return [payload, state]
+    return [file.stream === null ? payload : checkedFileStream(reply, state, file, payload), state]
   }
   // No content (1xx, 204, 304): nothing to hash (lib/response/plan.ts).
   if (plan.transport === 'declared') return [payload, state]

@@ -2,7 +2,7 @@
 // payloads found on the way (the representation stage fills it, the content
 // stage reads it). Set on the request (kResponseState) once planned.
 import type { DigestParams } from '../digest-params'
-import type { DigestResults, DigestTransform } from '../digest-stream'
+import type { CheckedStream, DigestResults, DigestTransform } from '../digest-stream'
 import type { FileDigestCache } from './file-cache'
 import type { FileResponse } from './files'
 import type { OmissionLog, OmissionReason } from './omissions'
@@ -28,8 +28,10 @@ export interface ResponseState {
   readonly reprEncoding: unknown
   /** The file a @fastify/static response stands for (then `repr` holds its identity digests). */
   readonly file: FileResponse | null
-  /** Strict mode: digests of the whole file as sent, coding included (for HEAD and 206). */
+  /** Digests of the whole file as sent, coding included: strict mode's representation for HEAD and 206, and what a GET's stream must match. */
   fileCoded: DigestResults | null
+  /** A GET's file stream as passed on: checked at its end against the digests sent with it. */
+  fileStream: CheckedStream | null
   /** Why digest fields were given up on, if they were (lib/response/omissions.ts). */
   omitted: OmissionReason | null
   readonly context: ResponseContext
@@ -55,6 +57,7 @@ export function newState (
     reprEncoding,
     file,
     fileCoded: null,
+    fileStream: null,
     omitted: plan.omitted,
     context
   }
