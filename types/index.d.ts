@@ -175,10 +175,8 @@ declare namespace fastifyDigestFields {
   export interface SelectionInput {
     /** Enabled algorithms in server preference order. */
     algorithms: readonly DigestAlgorithm[]
-    /** The field's own Want-* preferences, if any. */
+    /** The field's own Want-* preferences, if any (the other field's play no part: RFC 9530 §4). */
     want?: WantMap | null
-    /** The other field's Want-* preferences, if any. */
-    otherWant?: WantMap | null
     /** Algorithms to send unsolicited for this field (empty: none). */
     unsolicited?: readonly DigestAlgorithm[]
   }
