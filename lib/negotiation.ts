@@ -28,7 +28,9 @@ function preferred (candidates: readonly DigestAlgorithm[], want: WantMap | null
  * 1. The Want-* gives a candidate a positive weight: the highest weighted
  *    one, alone (it replaces the unsolicited default).
  * 2. Else, when the field is sent unsolicited: the unsolicited algorithms
- *    that are still candidates.
+ *    that are still candidates; when the Want-* refused every one of them,
+ *    the first candidate (weight 0 is "not acceptable" for that algorithm,
+ *    not "send nothing").
  * 3. Else nothing: a preference is only a hint (RFC 9530 §4).
  */
 export function selectAlgorithms ({ algorithms, want, unsolicited }: SelectionInput): DigestAlgorithm[] {
@@ -36,7 +38,10 @@ export function selectAlgorithms ({ algorithms, want, unsolicited }: SelectionIn
   const wanted = preferred(candidates, want)
   if (wanted !== undefined) return [wanted]
   if (unsolicited === undefined || unsolicited.length === 0) return []
-  return candidates.filter((algorithm) => unsolicited.includes(algorithm))
+  const kept = candidates.filter((algorithm) => unsolicited.includes(algorithm))
+  if (kept.length > 0 || candidates.length === 0) return kept
+  // Nothing kept: every unsolicited algorithm that is enabled was refused.
+  return unsolicited.some((algorithm) => algorithms.includes(algorithm)) ? [candidates[0] as DigestAlgorithm] : []
 }
 
 /**

@@ -23,7 +23,15 @@ const TABLE: Array<[string, SelectionInput, DigestAlgorithm[]]> = [
   ['want replaces the unsolicited default', { algorithms: BOTH, want: want({ 'sha-512': 1 }), unsolicited: ['sha-256'] }, ['sha-512']],
   ['want alone, not unsolicited: one algorithm', { algorithms: BOTH, want: want({ 'sha-256': 9, 'sha-512': 8 }) }, ['sha-256']],
   // weight 0 removes a candidate
-  ['weight 0 excludes the unsolicited algorithm', { algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['sha-256'] }, []],
+  ['weight 0 refuses the only unsolicited algorithm: the first candidate instead', {
+    algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['sha-256']
+  }, ['sha-512']],
+  ['the fallback is one algorithm, the first candidate in server order', {
+    algorithms: ['sha-512', 'sha-256', 'md5'], want: want({ 'sha-256': 0 }), unsolicited: ['sha-256']
+  }, ['sha-512']],
+  ['every unsolicited algorithm refused: the first candidate', {
+    algorithms: ['sha-256', 'sha-512', 'md5'], want: want({ 'sha-256': 0, 'sha-512': 0 }), unsolicited: ['sha-256', 'sha-512']
+  }, ['md5']],
   ['weight 0 excludes one of two unsolicited', {
     algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['sha-256', 'sha-512']
   }, ['sha-512']],
@@ -39,6 +47,9 @@ const TABLE: Array<[string, SelectionInput, DigestAlgorithm[]]> = [
     algorithms: ['unixsum', 'sha-256'], want: want({ unixsum: 0 }), unsolicited: ['unixsum', 'sha-256']
   }, ['sha-256']],
   ['unsolicited algorithm that is not enabled is dropped', { algorithms: BOTH, unsolicited: ['md5'] }, []],
+  ['unsolicited algorithm not enabled, another refused: nothing to fall back from', {
+    algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['md5']
+  }, []],
   // unknown keys
   ['unknown-only want: falls to unsolicited', { algorithms: BOTH, want: want({ foo: 10 }), unsolicited: ['sha-512'] }, ['sha-512']],
   ['unknown-only want: nothing', { algorithms: BOTH, want: want({ foo: 10 }) }, []],
