@@ -65,14 +65,22 @@ test('defaults and normalization', async (t) => {
   t.equal(normalizeOptions({ verify: 'required' }).verify, 'required')
   t.same(normalizeOptions({ liveTypes: [' Text/Event-Stream ', 'application/x-ndjson'] }).liveTypes, new Set(['text/event-stream', 'application/x-ndjson']), 'trimmed, lowercase')
   t.same(normalizeOptions({ liveTypes: [] }).liveTypes, new Set(), 'no live types')
+  t.same(normalizeOptions({ liveTypes: ['Text/*', '*/*', 'application/vnd.a+json'] }).liveTypes, new Set(['text/*', '*/*', 'application/vnd.a+json']), 'media ranges')
 })
 
 test('liveTypes and the live route option are validated', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     ['text/event-stream', /"liveTypes": expected an array of media types, got "text\/event-stream"/],
-    [['text/event-stream; charset=utf-8'], /"liveTypes": expected media types such as "text\/event-stream" \(no parameters\), got "text\/event-stream; charset=utf-8"/],
+    [['text/event-stream; charset=utf-8'], /"liveTypes": expected media types or ranges such as "text\/event-stream" or "text\/\*" \(no parameters\), got "text\/event-stream; charset=utf-8"/],
     [['text'], /got "text"/],
     [['text/*/x'], /got "text\/\*\/x"/],
+    [['*/plain'], /got "\*\/plain"/],
+    [['*'], /got "\*"/],
+    [['text/*+json'], /got "text\/\*\+json"/],
+    [['text/x-*'], /got "text\/x-\*"/],
+    [['text/'], /got "text\/"/],
+    [['/plain'], /got "\/plain"/],
+    [['text/*;q=1'], /got "text\/\*;q=1"/],
     [[42], /got number/],
     [null, /got null/]
   ]

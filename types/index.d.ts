@@ -80,6 +80,8 @@ declare namespace fastifyDigestFields {
      * Media types of live streams (event streams, NDJSON, ...), never held
      * back for a digest: their digests go in trailers when the client allows
      * them, else none. Parameters of the response's Content-Type are ignored.
+     * Media ranges (RFC 9110 §12.5.1) match too: `text/*` every text subtype,
+     * the range of all types every stream.
      * Replaces the default list: `text/event-stream`, `application/x-ndjson`,
      * `application/jsonl`, `application/json-seq`, `multipart/x-mixed-replace`.
      */
