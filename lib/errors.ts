@@ -10,6 +10,9 @@ export const FST_DIGEST_INVALID_OPTION = createError(
 export const FST_DIGEST_INVALID_ROUTE_OPTION = createError(
   'FST_DIGEST_INVALID_ROUTE_OPTION', 'Invalid digest route option for %s %s: %s', 500, TypeError)
 
+export const FST_DIGEST_ALREADY_REGISTERED = createError(
+  'FST_DIGEST_ALREADY_REGISTERED', 'fastify-digest-fields is already registered in this scope or a parent one: register it once, and give routes their own settings with the digest route option', 500)
+
 export const FST_DIGEST_UNKNOWN_ALGORITHM = createError(
   'FST_DIGEST_UNKNOWN_ALGORITHM', 'Unknown digest algorithm "%s"; known: sha-256, sha-512, md5, sha, unixsum, unixcksum, adler, crc32c', 500, TypeError)
 
@@ -49,6 +52,7 @@ export const FST_DIGEST_INCOMPLETE = createError(
 export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
+  FST_DIGEST_ALREADY_REGISTERED,
   FST_DIGEST_UNKNOWN_ALGORITHM,
   FST_DIGEST_INVALID_DECLARED_DIGEST,
   FST_DIGEST_INVALID_FIELD,

@@ -114,6 +114,46 @@ test('unknown keys fail at registration, naming the key and the nearest option',
   }
 })
 
+test('registered twice in one scope or a child scope: register() fails with FST_DIGEST_ALREADY_REGISTERED, no crash', async (t) => {
+  const code = 'FST_DIGEST_ALREADY_REGISTERED'
+  const same = Fastify()
+  t.teardown(() => same.close())
+  await same.register(digestFields)
+  await t.rejects(async () => { await same.register(digestFields, { contentDigest: true }) }, { code, message: /register it once/ }, 'same scope, awaited')
+
+  const notAwaited = Fastify()
+  t.teardown(() => notAwaited.close())
+  notAwaited.register(digestFields)
+  notAwaited.register(digestFields)
+  await t.rejects(async () => { await notAwaited.ready() }, { code }, 'same scope, ready()')
+
+  const child = Fastify()
+  t.teardown(() => child.close())
+  await child.register(digestFields)
+  await t.rejects(async () => {
+    await child.register(async (scope) => { await scope.register(digestFields) })
+  }, { code }, 'a child scope')
+
+  // Sibling scopes do not share decorators: each may have its own.
+  const siblings = Fastify()
+  t.teardown(() => siblings.close())
+  for (const [prefix, contentDigest] of [['/a', 'sha-256'], ['/b', 'sha-512']] as const) {
+    await siblings.register(async (scope) => {
+      await scope.register(digestFields, { contentDigest })
+      scope.get('/', async () => 'x')
+    }, { prefix })
+  }
+  t.match((await siblings.inject('/a')).headers['content-digest'], /^sha-256=/)
+  t.match((await siblings.inject('/b')).headers['content-digest'], /^sha-512=/)
+})
+
+test('a decorator of the application under one of the plugin\'s names fails register(), no crash', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  app.decorateReply('digestsOmitted', null)
+  await t.rejects(async () => { await app.register(digestFields) }, { code: 'FST_ERR_DEC_ALREADY_PRESENT' })
+})
+
 test('fastify\'s own register options are passed to the plugin and accepted', async (t) => {
   const app = Fastify()
   t.teardown(() => app.close())
