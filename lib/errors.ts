@@ -49,6 +49,11 @@ export const FST_DIGEST_UNREAD_TOO_LARGE = createError(
 export const FST_DIGEST_INCOMPLETE = createError(
   'FST_DIGEST_INCOMPLETE', 'The request content ended before it could be checked', 400)
 
+// The 406 rule's answer (lib/response/precondition.ts): never thrown, its
+// code and message are the 406's problem details.
+export const FST_DIGEST_STALE_REPRESENTATION = createError(
+  'FST_DIGEST_STALE_REPRESENTATION', 'The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406)
+
 export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
@@ -64,7 +69,8 @@ export const errors = {
   FST_DIGEST_INVALID_ENCODING,
   FST_DIGEST_CONTENT_TOO_LARGE,
   FST_DIGEST_UNREAD_TOO_LARGE,
-  FST_DIGEST_INCOMPLETE
+  FST_DIGEST_INCOMPLETE,
+  FST_DIGEST_STALE_REPRESENTATION
 } as const satisfies Record<DigestErrorCode, unknown>
 
 // The client's (fastify-digest-fields/client, collected in

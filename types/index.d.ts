@@ -226,6 +226,7 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_CONTENT_TOO_LARGE'
     | 'FST_DIGEST_UNREAD_TOO_LARGE'
     | 'FST_DIGEST_INCOMPLETE'
+    | 'FST_DIGEST_STALE_REPRESENTATION'
 
   /**
    * @fastify/static's `setHeaders` option (`setHeaders: staticHeaders`; with
