@@ -10,6 +10,9 @@ export const FST_DIGEST_INVALID_OPTION = createError(
 export const FST_DIGEST_INVALID_ROUTE_OPTION = createError(
   'FST_DIGEST_INVALID_ROUTE_OPTION', 'Invalid digest route option for %s %s: %s', 500, TypeError)
 
+export const FST_DIGEST_ALREADY_REGISTERED = createError(
+  'FST_DIGEST_ALREADY_REGISTERED', 'fastify-digest-fields is already registered in this scope or a parent one: register it once, and give routes their own settings with the digest route option', 500)
+
 export const FST_DIGEST_UNKNOWN_ALGORITHM = createError(
   'FST_DIGEST_UNKNOWN_ALGORITHM', 'Unknown digest algorithm "%s"; known: sha-256, sha-512, md5, sha, unixsum, unixcksum, adler, crc32c', 500, TypeError)
 
@@ -49,9 +52,15 @@ export const FST_DIGEST_INCOMPLETE = createError(
 export const FST_DIGEST_FILE_CHANGED = createError(
   'FST_DIGEST_FILE_CHANGED', 'The file %s changed while it was sent: its bytes do not match the %s digest the response was sent with, so the response was cut off', 500)
 
+// The 406 rule's answer (lib/response/precondition.ts): never thrown, its
+// code and message are the 406's problem details.
+export const FST_DIGEST_STALE_REPRESENTATION = createError(
+  'FST_DIGEST_STALE_REPRESENTATION', 'The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406)
+
 export const errors = {
   FST_DIGEST_INVALID_OPTION,
   FST_DIGEST_INVALID_ROUTE_OPTION,
+  FST_DIGEST_ALREADY_REGISTERED,
   FST_DIGEST_UNKNOWN_ALGORITHM,
   FST_DIGEST_INVALID_DECLARED_DIGEST,
   FST_DIGEST_INVALID_FIELD,
@@ -64,7 +73,8 @@ export const errors = {
   FST_DIGEST_CONTENT_TOO_LARGE,
   FST_DIGEST_UNREAD_TOO_LARGE,
   FST_DIGEST_INCOMPLETE,
-  FST_DIGEST_FILE_CHANGED
+  FST_DIGEST_FILE_CHANGED,
+  FST_DIGEST_STALE_REPRESENTATION
 } as const satisfies Record<DigestErrorCode, unknown>
 
 // The client's (fastify-digest-fields/client, collected in

@@ -12,7 +12,7 @@ import { setReprDigest } from './declared'
 import { installResponseDigests } from './response/hooks'
 import { installRequestVerification } from './request-verification'
 import { kDeclared, kRouteParams } from './symbols'
-import { errors } from './errors'
+import { errors, FST_DIGEST_ALREADY_REGISTERED } from './errors'
 import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './algorithms'
 import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './fields'
 import { selectAlgorithms } from './negotiation'
@@ -21,13 +21,23 @@ import { staticHeaders } from './response/files'
 import { watchRouteCoverage } from './route-coverage'
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
-  let params: DigestParams
+  // avvio does not catch what a callback plugin throws (avvio 9.3.1
+  // lib/plugin.js:138 calls it bare): an error thrown here would be uncaught
+  // instead of failing register().
   try {
-    params = normalizeOptions(opts)
+    install(fastify as FastifyInstance, opts)
   } catch (err) {
     done(err as Error)
     return
   }
+  done()
+}
+
+function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): void {
+  // Registered again in this scope or a child one: the decorators are there
+  // (a child inherits them). Sibling scopes each have their own.
+  if (fastify.hasReplyDecorator(kDeclared)) throw new FST_DIGEST_ALREADY_REGISTERED()
+  const params = normalizeOptions(opts)
 
   fastify.decorateReply(kDeclared, null)
   fastify.decorateReply('setReprDigest', setReprDigest)
@@ -35,11 +45,11 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
   // In this order on each route: the response stages, then the request
   // verifier's hooks (lib/route-hooks.ts says where each goes).
   const installers: Array<RouteHookInstaller<DigestParams>> = [
-    installResponseDigests(fastify as FastifyInstance, params),
-    installRequestVerification(fastify as FastifyInstance)
+    installResponseDigests(fastify, params),
+    installRequestVerification(fastify)
   ]
 
-  const coverageMark = watchRouteCoverage(fastify as FastifyInstance)
+  const coverageMark = watchRouteCoverage(fastify)
 
   fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
     const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
@@ -51,8 +61,6 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
     placeHooks(routeOptions, [coverageMark, ...installers.map((installer) => installer.onRoute(routeOptions, routeParams))])
   })
-
-  done()
 }
 
 // fastify 5.12.8 is the first to write a piped stream's trailers: before it,

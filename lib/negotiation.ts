@@ -22,23 +22,26 @@ function preferred (candidates: readonly DigestAlgorithm[], want: WantMap | null
 
 /**
  * The algorithms to send in one field, in server order (empty: omit it).
- * Candidates are the enabled `algorithms` minus those the field's own Want-*
- * weights 0.
- * 1. The field's Want-* gives a candidate a positive weight: the highest
- *    weighted one, alone (it replaces the unsolicited default).
- * 2. Else, when the field is sent unsolicited: the other field's Want-*
- *    highest-weighted candidate if it names one, else the unsolicited
- *    algorithms that are still candidates.
+ * Only the field's own Want-* counts: RFC 9530 §4 gives each Want-* field
+ * the preference for its own field, and nothing ties one to the other.
+ * Candidates are the enabled `algorithms` minus those the Want-* weights 0.
+ * 1. The Want-* gives a candidate a positive weight: the highest weighted
+ *    one, alone (it replaces the unsolicited default).
+ * 2. Else, when the field is sent unsolicited: the unsolicited algorithms
+ *    that are still candidates; when the Want-* refused every one of them,
+ *    the first candidate (weight 0 is "not acceptable" for that algorithm,
+ *    not "send nothing").
  * 3. Else nothing: a preference is only a hint (RFC 9530 §4).
  */
-export function selectAlgorithms ({ algorithms, want, otherWant, unsolicited }: SelectionInput): DigestAlgorithm[] {
+export function selectAlgorithms ({ algorithms, want, unsolicited }: SelectionInput): DigestAlgorithm[] {
   const candidates = want == null ? algorithms : algorithms.filter((algorithm) => want.get(algorithm) !== 0)
   const wanted = preferred(candidates, want)
   if (wanted !== undefined) return [wanted]
   if (unsolicited === undefined || unsolicited.length === 0) return []
-  const steered = preferred(candidates, otherWant)
-  if (steered !== undefined) return [steered]
-  return candidates.filter((algorithm) => unsolicited.includes(algorithm))
+  const kept = candidates.filter((algorithm) => unsolicited.includes(algorithm))
+  if (kept.length > 0 || candidates.length === 0) return kept
+  // Nothing kept: every unsolicited algorithm that is enabled was refused.
+  return unsolicited.some((algorithm) => algorithms.includes(algorithm)) ? [candidates[0] as DigestAlgorithm] : []
 }
 
 /**

@@ -112,8 +112,10 @@ function checkSize (value: unknown, fallback: number, fail: Fail, name = 'maxBuf
   return value
 }
 
-// RFC 9110 §8.3.1: media-type = type "/" subtype, each a token (§5.6.2).
-const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9a-z-]+\/[!#$%&'*+.^_`|~0-9a-z-]+$/
+// RFC 9110 §12.5.1: media-range = "*/*" / ( type "/*" ) / ( type "/" subtype ),
+// type and subtype tokens (§5.6.2, §8.3.1). A "*" anywhere else, though a
+// token character, reads as a wildcard that would never match: refused.
+const MEDIA_RANGE = /^(?:\*\/\*|[!#$%&'+.^_`|~0-9a-z-]+\/(?:\*|[!#$%&'+.^_`|~0-9a-z-]+))$/
 
 function checkLiveTypes (value: unknown, fail: Fail): ReadonlySet<string> {
   const list = value === undefined ? defaultLiveTypes : value
@@ -121,8 +123,8 @@ function checkLiveTypes (value: unknown, fail: Fail): ReadonlySet<string> {
   const out = new Set<string>()
   for (const type of list) {
     const normalized = typeof type === 'string' ? type.trim().toLowerCase() : ''
-    if (!MEDIA_TYPE.test(normalized)) {
-      throw fail('liveTypes', `expected media types such as "text/event-stream" (no parameters), got ${describe(type)}`)
+    if (!MEDIA_RANGE.test(normalized)) {
+      throw fail('liveTypes', `expected media types or ranges such as "text/event-stream" or "text/*" (no parameters), got ${describe(type)}`)
     }
     out.add(normalized)
   }

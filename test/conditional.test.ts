@@ -1,28 +1,68 @@
 // The 406 rule (docs/design.md, "The 406 rule"): a GET or HEAD whose Repr-Digest names another
-// representation gets 406 with the Repr-Digest of the current one.
+// representation gets 406 with problem details and the Repr-Digest of the current one.
 import { test } from 'tap'
 import { Readable } from 'node:stream'
 import compress from '@fastify/compress'
-import { buildApp, decode, sf } from './helpers'
+import type { LightMyRequestResponse } from 'fastify'
+import { buildApp, decode, sf, EMPTY_SHA256 } from './helpers'
+import type { TapTest } from './upload-helpers'
 
 const BODY = '{"hello": "world"}\n'
 const STALE = 'sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:'
+
+/** A 406's problem details (RFC 9457), as the plugin's other problems without a draft type. */
+function assertProblem (t: TapTest, res: LightMyRequestResponse, label = ''): void {
+  t.equal(res.statusCode, 406, label)
+  t.equal(res.headers['content-type'], 'application/problem+json', `${label} content-type`)
+  t.equal(res.headers['content-length'], String(res.rawPayload.byteLength), `${label} content-length`)
+  t.same(res.json(), {
+    type: 'about:blank',
+    title: 'Not Acceptable',
+    status: 406,
+    detail: 'The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field',
+    code: 'FST_DIGEST_STALE_REPRESENTATION'
+  }, `${label} problem details`)
+}
 
 test('exchange 6: a non-matching Repr-Digest gets 406 with the right sha-256 Repr-Digest', async (t) => {
   const app = await buildApp(t)
   app.get('/items/123', async (_req, reply) => reply.type('application/json').send(BODY))
   const res = await app.inject({ url: '/items/123', headers: { 'repr-digest': STALE } })
-  t.equal(res.statusCode, 406)
-  t.equal(res.body, '')
-  t.equal(res.headers['content-length'], '0')
-  t.equal(res.headers['content-type'], undefined)
+  assertProblem(t, res)
   t.equal(res.headers['repr-digest'], 'sha-256=:RK/0qy18MlBSVnWgjwz6lZEWjP/lF5HF9bvEF8FabDg=:')
   t.equal(res.headers['repr-digest'], sf(BODY))
-  t.equal(res.headers['content-digest'], undefined)
+  t.equal(res.headers['content-digest'], undefined, 'none asked for, none configured')
   t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
   const head = await app.inject({ method: 'HEAD', url: '/items/123', headers: { 'repr-digest': STALE } })
   t.equal(head.statusCode, 406)
+  t.equal(head.body, '', 'a HEAD has no content')
+  t.equal(head.headers['content-type'], 'application/problem+json')
+  t.equal(head.headers['content-length'], res.headers['content-length'], 'the Content-Length a GET gets')
   t.equal(head.headers['repr-digest'], sf(BODY))
+})
+
+test('the 406\'s Content-Digest is that of its problem details (a HEAD: of empty content)', async (t) => {
+  for (const strict of [false, true]) {
+    const app = await buildApp(t, { contentDigest: true, reprDigest: true, strict })
+    app.get('/', async (_req, reply) => reply.type('application/json').send(BODY))
+    app.head('/explicit', async (_req, reply) => reply.setReprDigest({ 'sha-256': Buffer.alloc(32, 1) }).send())
+    const res = await app.inject({ url: '/', headers: { 'repr-digest': STALE } })
+    assertProblem(t, res, `strict=${strict}`)
+    t.equal(res.headers['content-digest'], sf(res.rawPayload), `strict=${strict}: the problem body's`)
+    t.equal(res.headers['repr-digest'], sf(BODY), 'the current representation\'s')
+    const wanted = await app.inject({ url: '/', headers: { 'repr-digest': STALE, 'want-content-digest': 'sha-512=3' } })
+    t.equal(wanted.headers['content-digest'], sf(wanted.rawPayload, 'sha-512'), 'the algorithm asked for')
+    const head = await app.inject({ method: 'HEAD', url: '/', headers: { 'repr-digest': STALE } })
+    t.equal(head.statusCode, 406)
+    t.equal(head.body, '')
+    t.equal(head.headers['content-digest'], EMPTY_SHA256, 'a HEAD\'s content is empty')
+    t.equal(head.headers['content-length'], res.headers['content-length'])
+    const explicit = await app.inject({ method: 'HEAD', url: '/explicit', headers: { 'repr-digest': STALE } })
+    t.equal(explicit.statusCode, 406, 'an explicit HEAD route with a declared digest')
+    t.equal(explicit.body, '')
+    t.equal(explicit.headers['content-length'], res.headers['content-length'])
+    t.equal(explicit.headers['content-digest'], EMPTY_SHA256)
+  }
 })
 
 test('matching, partial and ignored conditionals', async (t) => {
@@ -65,7 +105,9 @@ test('streamed and declared representations', async (t) => {
   app.get('/stream', async (_req, reply) => reply.type('text/plain').send(Readable.from(['a', 'b'])))
   app.get('/declared', async (_req, reply) => reply.setReprDigest({ 'sha-256': declared }).send('x'))
   let res = await app.inject({ url: '/stream', headers: { 'repr-digest': STALE, te: 'trailers' } })
-  t.equal(res.statusCode, 406)
+  assertProblem(t, res, 'a stream')
+  t.same(res.trailers, {}, 'no trailers')
+  t.equal(res.headers['content-digest'], sf(res.rawPayload), 'the problem body\'s')
   t.equal(res.headers['repr-digest'], sf('ab'))
   res = await app.inject({ url: '/stream', headers: { 'repr-digest': sf('ab'), te: 'trailers' } })
   t.equal(res.statusCode, 200)
@@ -74,7 +116,7 @@ test('streamed and declared representations', async (t) => {
   res = await app.inject({ url: '/declared', headers: { 'repr-digest': `sha-256=:${declared.toString('base64')}:` } })
   t.equal(res.statusCode, 200)
   res = await app.inject({ url: '/declared', headers: { 'repr-digest': sf('x') } })
-  t.equal(res.statusCode, 406, 'the declared digest is the representation\'s')
+  assertProblem(t, res, 'the declared digest is the representation\'s')
   t.equal(res.headers['repr-digest'], `sha-256=:${declared.toString('base64')}:`)
 })
 
@@ -94,9 +136,8 @@ test('with compression: the representation as each mode defines it', async (t) =
     const ok = await app.inject({ url: '/', headers: { 'accept-encoding': 'gzip', 'repr-digest': current } })
     t.equal(ok.statusCode, 200, `strict=${strict}: the mode's representation matches`)
     const no = await app.inject({ url: '/', headers: { 'accept-encoding': 'gzip', 'repr-digest': stale } })
-    t.equal(no.statusCode, 406, `strict=${strict}: the other mode's value does not`)
+    assertProblem(t, no, `strict=${strict}: the other mode's value does not`)
     t.equal(no.headers['repr-digest'], current)
-    t.equal(no.headers['content-encoding'], undefined, '406 has no content, so no content coding')
-    t.equal(no.body, '')
+    t.equal(no.headers['content-encoding'], undefined, 'the problem details are not coded')
   }
 })

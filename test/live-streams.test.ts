@@ -307,6 +307,23 @@ test('liveTypes replaces the default list: text/event-stream is buffered, applic
   t.same(omitted, [null, LIVE, null])
 })
 
+test('liveTypes with a media range: text/* makes a text/plain stream live', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true, liveTypes: ['text/*'] })
+  const omitted: unknown[] = []
+  app.addHook('onResponse', async (_req, reply) => { omitted.push(reply.digestsOmitted) })
+  app.get('/plain', eventsOf('text/plain; charset=utf-8'))
+  app.get('/json', eventsOf('application/json'))
+  const plain = await app.inject('/plain')
+  t.equal(plain.body, ALL)
+  t.equal(plain.headers['content-digest'], undefined, 'text/plain: live, not held back for a digest')
+  t.equal(plain.headers['content-length'], undefined, 'not buffered')
+  const trailed = await app.inject({ url: '/plain', headers: TE })
+  t.equal(trailed.trailers['content-digest'], sf(ALL), 'with TE: trailers, as trailers')
+  const json = await app.inject('/json')
+  t.equal(json.headers['content-digest'], sf(ALL), 'application/json: not in the range, buffered')
+  t.same(omitted, [LIVE, null, null])
+})
+
 test('a string or Buffer payload with a live media type is not live: its digests are headers', async (t) => {
   const app = await buildApp(t, { contentDigest: true, reprDigest: true })
   app.get('/string', async (_req, reply) => reply.type('text/event-stream').send(ALL))

@@ -11,7 +11,7 @@ function want (entries: Record<string, number>): Map<string, number> {
 const TABLE: Array<[string, SelectionInput, DigestAlgorithm[]]> = [
   // nothing asked, nothing configured
   ['no want, no unsolicited', { algorithms: BOTH }, []],
-  ['null wants, no unsolicited', { algorithms: BOTH, want: null, otherWant: null }, []],
+  ['null want, no unsolicited', { algorithms: BOTH, want: null }, []],
   ['no want, empty unsolicited', { algorithms: BOTH, unsolicited: [] }, []],
   ['no algorithms enabled', { algorithms: [], want: want({ 'sha-256': 10 }), unsolicited: ['sha-256'] }, []],
   // (1) the field's own Want-*
@@ -21,22 +21,21 @@ const TABLE: Array<[string, SelectionInput, DigestAlgorithm[]]> = [
   ['ties go to server order (reversed)', { algorithms: ['sha-512', 'sha-256'], want: want({ 'sha-256': 3, 'sha-512': 3 }) }, ['sha-512']],
   ['weight 1 is enough', { algorithms: BOTH, want: want({ 'sha-512': 1 }) }, ['sha-512']],
   ['want replaces the unsolicited default', { algorithms: BOTH, want: want({ 'sha-512': 1 }), unsolicited: ['sha-256'] }, ['sha-512']],
-  ['want beats otherWant', {
-    algorithms: BOTH, want: want({ 'sha-256': 1 }), otherWant: want({ 'sha-512': 10 }), unsolicited: ['sha-256', 'sha-512']
-  }, ['sha-256']],
   ['want alone, not unsolicited: one algorithm', { algorithms: BOTH, want: want({ 'sha-256': 9, 'sha-512': 8 }) }, ['sha-256']],
   // weight 0 removes a candidate
-  ['weight 0 excludes the unsolicited algorithm', { algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['sha-256'] }, []],
+  ['weight 0 refuses the only unsolicited algorithm: the first candidate instead', {
+    algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['sha-256']
+  }, ['sha-512']],
+  ['the fallback is one algorithm, the first candidate in server order', {
+    algorithms: ['sha-512', 'sha-256', 'md5'], want: want({ 'sha-256': 0 }), unsolicited: ['sha-256']
+  }, ['sha-512']],
+  ['every unsolicited algorithm refused: the first candidate', {
+    algorithms: ['sha-256', 'sha-512', 'md5'], want: want({ 'sha-256': 0, 'sha-512': 0 }), unsolicited: ['sha-256', 'sha-512']
+  }, ['md5']],
   ['weight 0 excludes one of two unsolicited', {
     algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['sha-256', 'sha-512']
   }, ['sha-512']],
   ['everything weighted 0', { algorithms: BOTH, want: want({ 'sha-256': 0, 'sha-512': 0 }), unsolicited: BOTH }, []],
-  ['weight 0 also blocks otherWant steering', {
-    algorithms: BOTH, want: want({ 'sha-512': 0 }), otherWant: want({ 'sha-512': 5 }), unsolicited: ['sha-256']
-  }, ['sha-256']],
-  ['otherWant weight 0 does not exclude', {
-    algorithms: BOTH, otherWant: want({ 'sha-256': 0 }), unsolicited: ['sha-256']
-  }, ['sha-256']],
   ['negative weight (not from the parser) is neither wanted nor excluding', {
     algorithms: BOTH, want: want({ 'sha-512': -1 }), unsolicited: ['sha-512']
   }, ['sha-512']],
@@ -48,26 +47,18 @@ const TABLE: Array<[string, SelectionInput, DigestAlgorithm[]]> = [
     algorithms: ['unixsum', 'sha-256'], want: want({ unixsum: 0 }), unsolicited: ['unixsum', 'sha-256']
   }, ['sha-256']],
   ['unsolicited algorithm that is not enabled is dropped', { algorithms: BOTH, unsolicited: ['md5'] }, []],
+  ['unsolicited algorithm not enabled, another refused: nothing to fall back from', {
+    algorithms: BOTH, want: want({ 'sha-256': 0 }), unsolicited: ['md5']
+  }, []],
   // unknown keys
   ['unknown-only want: falls to unsolicited', { algorithms: BOTH, want: want({ foo: 10 }), unsolicited: ['sha-512'] }, ['sha-512']],
   ['unknown-only want: nothing', { algorithms: BOTH, want: want({ foo: 10 }) }, []],
   ['unknown key with the top weight is skipped', { algorithms: BOTH, want: want({ foo: 10, 'sha-512': 2 }) }, ['sha-512']],
   ['empty want map', { algorithms: BOTH, want: new Map(), unsolicited: ['sha-256'] }, ['sha-256']],
-  // (2) unsolicited, steered by the other field's Want-*
+  // (2) unsolicited
   ['unsolicited default', { algorithms: BOTH, unsolicited: ['sha-256'] }, ['sha-256']],
   ['unsolicited several, in server order', { algorithms: BOTH, unsolicited: ['sha-512', 'sha-256'] }, ['sha-256', 'sha-512']],
-  ['otherWant steers the unsolicited field', { algorithms: BOTH, otherWant: want({ 'sha-512': 5 }), unsolicited: ['sha-256'] }, ['sha-512']],
-  ['otherWant steering replaces several unsolicited', {
-    algorithms: BOTH, otherWant: want({ 'sha-512': 5 }), unsolicited: ['sha-256', 'sha-512']
-  }, ['sha-512']],
-  ['otherWant ties go to server order', {
-    algorithms: BOTH, otherWant: want({ 'sha-512': 4, 'sha-256': 4 }), unsolicited: ['sha-512']
-  }, ['sha-256']],
-  ['otherWant naming only disabled/unknown algorithms', {
-    algorithms: BOTH, otherWant: want({ md5: 10, foo: 3 }), unsolicited: ['sha-256']
-  }, ['sha-256']],
-  ['otherWant without unsolicited: nothing', { algorithms: BOTH, otherWant: want({ 'sha-512': 5 }) }, []],
-  ['null want with otherWant', { algorithms: BOTH, want: null, otherWant: want({ 'sha-512': 5 }), unsolicited: ['sha-256'] }, ['sha-512']]
+  ['null want: unsolicited', { algorithms: BOTH, want: null, unsolicited: ['sha-256'] }, ['sha-256']]
 ]
 
 test('selectAlgorithms: table', async (t) => {

@@ -67,14 +67,22 @@ test('defaults and normalization', async (t) => {
   t.equal(normalizeOptions({ verify: 'required' }).verify, 'required')
   t.same(normalizeOptions({ liveTypes: [' Text/Event-Stream ', 'application/x-ndjson'] }).liveTypes, new Set(['text/event-stream', 'application/x-ndjson']), 'trimmed, lowercase')
   t.same(normalizeOptions({ liveTypes: [] }).liveTypes, new Set(), 'no live types')
+  t.same(normalizeOptions({ liveTypes: ['Text/*', '*/*', 'application/vnd.a+json'] }).liveTypes, new Set(['text/*', '*/*', 'application/vnd.a+json']), 'media ranges')
 })
 
 test('liveTypes and the live route option are validated', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     ['text/event-stream', /"liveTypes": expected an array of media types, got "text\/event-stream"/],
-    [['text/event-stream; charset=utf-8'], /"liveTypes": expected media types such as "text\/event-stream" \(no parameters\), got "text\/event-stream; charset=utf-8"/],
+    [['text/event-stream; charset=utf-8'], /"liveTypes": expected media types or ranges such as "text\/event-stream" or "text\/\*" \(no parameters\), got "text\/event-stream; charset=utf-8"/],
     [['text'], /got "text"/],
     [['text/*/x'], /got "text\/\*\/x"/],
+    [['*/plain'], /got "\*\/plain"/],
+    [['*'], /got "\*"/],
+    [['text/*+json'], /got "text\/\*\+json"/],
+    [['text/x-*'], /got "text\/x-\*"/],
+    [['text/'], /got "text\/"/],
+    [['/plain'], /got "\/plain"/],
+    [['text/*;q=1'], /got "text\/\*;q=1"/],
     [[42], /got number/],
     [null, /got null/]
   ]
@@ -106,6 +114,46 @@ test('unknown keys fail at registration, naming the key and the nearest option',
     await app.close()
     t.throws(() => normalizeOptions(opts as never), { code: 'FST_DIGEST_INVALID_OPTION', message }, `${name}: normalizeOptions`)
   }
+})
+
+test('registered twice in one scope or a child scope: register() fails with FST_DIGEST_ALREADY_REGISTERED, no crash', async (t) => {
+  const code = 'FST_DIGEST_ALREADY_REGISTERED'
+  const same = Fastify()
+  t.teardown(() => same.close())
+  await same.register(digestFields)
+  await t.rejects(async () => { await same.register(digestFields, { contentDigest: true }) }, { code, message: /register it once/ }, 'same scope, awaited')
+
+  const notAwaited = Fastify()
+  t.teardown(() => notAwaited.close())
+  notAwaited.register(digestFields)
+  notAwaited.register(digestFields)
+  await t.rejects(async () => { await notAwaited.ready() }, { code }, 'same scope, ready()')
+
+  const child = Fastify()
+  t.teardown(() => child.close())
+  await child.register(digestFields)
+  await t.rejects(async () => {
+    await child.register(async (scope) => { await scope.register(digestFields) })
+  }, { code }, 'a child scope')
+
+  // Sibling scopes do not share decorators: each may have its own.
+  const siblings = Fastify()
+  t.teardown(() => siblings.close())
+  for (const [prefix, contentDigest] of [['/a', 'sha-256'], ['/b', 'sha-512']] as const) {
+    await siblings.register(async (scope) => {
+      await scope.register(digestFields, { contentDigest })
+      scope.get('/', async () => 'x')
+    }, { prefix })
+  }
+  t.match((await siblings.inject('/a')).headers['content-digest'], /^sha-256=/)
+  t.match((await siblings.inject('/b')).headers['content-digest'], /^sha-512=/)
+})
+
+test('a decorator of the application under one of the plugin\'s names fails register(), no crash', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  app.decorateReply('digestsOmitted', null)
+  await t.rejects(async () => { await app.register(digestFields) }, { code: 'FST_ERR_DEC_ALREADY_PRESENT' })
 })
 
 test('fastify\'s own register options are passed to the plugin and accepted', async (t) => {

@@ -330,8 +330,8 @@ for (const [name, opts] of [
       if (res.statusCode !== 200) throw new Error(`${where}: ${res.statusCode}`)
       const wantContent = parseWantField(received(headers['want-content-digest']))
       const wantRepr = parseWantField(received(headers['want-repr-digest']))
-      const contentAlgs = selectAlgorithms({ algorithms, want: wantContent, otherWant: wantRepr, unsolicited: configured(opts.contentDigest) })
-      const reprAlgs = selectAlgorithms({ algorithms, want: wantRepr, otherWant: wantContent, unsolicited: configured(opts.reprDigest) })
+      const contentAlgs = selectAlgorithms({ algorithms, want: wantContent, unsolicited: configured(opts.contentDigest) })
+      const reprAlgs = selectAlgorithms({ algorithms, want: wantRepr, unsolicited: configured(opts.reprDigest) })
       const content = method === 'HEAD' ? Buffer.alloc(0) : res.rawPayload
       const fields = { ...res.headers, ...res.trailers }
       const sentContent = fieldAlgorithms(fields['content-digest'], content, `${where} Content-Digest`)

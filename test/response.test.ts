@@ -84,7 +84,9 @@ test('negotiation per docs/design.md', async (t) => {
     [{ 'want-content-digest': 'sha-512=1' }, sf(body, 'sha-512'), undefined, 'a Want replaces the unsolicited default'],
     [{ 'want-content-digest': 'sha-256=5, sha-512=5' }, sf(body), undefined, 'ties: server order'],
     [{ 'want-content-digest': 'sha-512=5, sha-256=5' }, sf(body), undefined, 'ties: server order, not the client\'s'],
-    [{ 'want-content-digest': 'sha-256=0' }, sf(body, 'sha-512'), undefined, 'weight 0 removes the unsolicited algorithm; next candidate? no: unsolicited list only'],
+    [{ 'want-content-digest': 'sha-256=0' }, sf(body, 'sha-512'), undefined, 'weight 0 refuses the unsolicited algorithm: the next enabled one instead'],
+    [{ 'want-content-digest': 'sha-256=0, sha-512=0' }, sf(body, 'md5'), undefined, 'weight 0 for two: the next enabled one, deprecated or not'],
+    [{ 'want-content-digest': 'sha-256=0, sha-512=0, md5=0, crc32c=0' }, undefined, undefined, 'every enabled algorithm refused: no field'],
     [{ 'want-content-digest': 'md5=10' }, sf(body, 'md5'), undefined, 'deprecated algorithms when enabled'],
     [{ 'want-content-digest': 'crc32c=2' }, crc32cField(body), undefined, 'crc32c as a Byte Sequence'],
     [{ 'want-content-digest': 'sha=10, unixsum=3' }, sf(body), undefined, 'only non-enabled algorithms wanted: unsolicited default'],
@@ -93,26 +95,60 @@ test('negotiation per docs/design.md', async (t) => {
     [{ 'want-content-digest': 'sha-512=1.5' }, sf(body), undefined, 'decimal weight: ignored'],
     [{ 'want-content-digest': 'sha-512' }, sf(body), undefined, 'boolean member: ignored'],
     [{ 'want-content-digest': 'SHA-512=3' }, sf(body), undefined, 'invalid syntax: ignored'],
-    [{ 'want-repr-digest': 'sha-512=5' }, sf(body, 'sha-512'), sf(body, 'sha-512'), 'Want-Repr-Digest steers the unsolicited Content-Digest'],
+    [{ 'want-repr-digest': 'sha-512=5' }, sf(body), sf(body, 'sha-512'), 'Want-Repr-Digest picks for Repr-Digest only (RFC 9530 §4)'],
     [{ 'want-repr-digest': 'md5=1', 'want-content-digest': 'sha-256=1' }, sf(body), sf(body, 'md5'), 'each field follows its own Want']
   ]
   for (const [headers, cd, rd, name] of cases) {
     const res = await app.inject({ url: '/', headers })
     t.equal(res.statusCode, 200, name)
-    if (name.startsWith('weight 0')) {
-      t.equal(res.headers['content-digest'], undefined, 'weight 0 on the only unsolicited algorithm: field omitted')
-      continue
-    }
     t.equal(res.headers['content-digest'], cd, name)
     t.equal(res.headers['repr-digest'], rd, `${name} (Repr-Digest)`)
   }
 })
 
+// RFC 9530 §4: each Want-* field is a preference for its own field; nothing
+// ties one field's algorithm to the other's.
+test('a Want-* field picks the algorithm of its own field only', async (t) => {
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true })
+  app.get('/', async () => 'one field each')
+  const body = 'one field each'
+  for (const [field, own, other] of [
+    ['want-content-digest', 'content-digest', 'repr-digest'],
+    ['want-repr-digest', 'repr-digest', 'content-digest']
+  ] as const) {
+    const res = await app.inject({ url: '/', headers: { [field]: 'sha-512=10' } })
+    t.equal(res.headers[own], sf(body, 'sha-512'), `${field}: its own field`)
+    t.equal(res.headers[other], sf(body), `${field}: the other field stays unsolicited, as configured`)
+  }
+})
+
+// RFC 9530 §4: weight 0 means "not acceptable" for that algorithm, not "send
+// no field": an unsolicited field falls back to an enabled algorithm the
+// client did not refuse.
+test('an unsolicited field whose algorithms the client refused: the next enabled one', async (t) => {
+  const app = await buildApp(t, { algorithms: ['sha-256', 'sha-512'] })
+  const body = 'refused'
+  app.get('/true', { digest: { contentDigest: true, reprDigest: true } }, async () => body)
+  app.get('/one', { digest: { contentDigest: 'sha-256', reprDigest: 'sha-256' } }, async () => body)
+  app.get('/both', { digest: { contentDigest: ['sha-256', 'sha-512'] } }, async () => body)
+  for (const url of ['/true', '/one']) {
+    const res = await app.inject({ url, headers: { 'want-content-digest': 'sha-256=0' } })
+    t.equal(res.headers['content-digest'], sf(body, 'sha-512'), `${url}: sha-256 refused, sha-512 instead`)
+    t.equal(res.headers['repr-digest'], sf(body), `${url}: Repr-Digest as configured`)
+    const repr = await app.inject({ url, headers: { 'want-repr-digest': 'sha-256=0' } })
+    t.equal(repr.headers['repr-digest'], sf(body, 'sha-512'), `${url}: the same for Repr-Digest`)
+    const none = await app.inject({ url, headers: { 'want-content-digest': 'sha-256=0, sha-512=0' } })
+    t.equal(none.headers['content-digest'], undefined, `${url}: every enabled algorithm refused, no field`)
+  }
+  const both = await app.inject({ url: '/both', headers: { 'want-content-digest': 'sha-256=0' } })
+  t.equal(both.headers['content-digest'], sf(body, 'sha-512'), 'the configured ones not refused')
+})
+
 // RFC 8941 §3.3.1, §4.2.4: `10.0` is a Decimal, not an Integer, so a Want-*
 // field holding one does not parse and is ignored as a whole, also next to
 // valid members. `sha-256=0, sha-512=10.0` tells the three readings apart:
-// honoured as 10 → sha-512; only the member dropped → sha-256 refused, field
-// omitted; the field ignored → the unsolicited sha-256.
+// honoured as 10 → sha-512; only the member dropped → sha-256 refused, the
+// next enabled sha-512; the field ignored → the unsolicited sha-256.
 test('a Want-* weight written as a Decimal, even 10.0, makes the field ignored as a whole', async (t) => {
   const app = await buildApp(t, { contentDigest: true, reprDigest: true })
   app.get('/', async () => 'weights')
@@ -227,7 +263,7 @@ test('404 and error responses get digests of their own bodies (RFC 9530 B.10)', 
   for (const url of ['/missing', '/boom', '/teapot']) {
     const res = await app.inject({ url, headers: { 'want-repr-digest': 'sha-512=1' } })
     t.ok(res.statusCode >= 400, url)
-    t.equal(res.headers['content-digest'], sf(res.rawPayload, 'sha-512'), `${url} Content-Digest`)
+    t.equal(res.headers['content-digest'], sf(res.rawPayload), `${url} Content-Digest`)
     t.equal(res.headers['repr-digest'], sf(res.rawPayload, 'sha-512'), `${url} Repr-Digest`)
     t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest', url)
   }
@@ -243,7 +279,7 @@ test('a custom 404 handler and routes declared before the plugin', async (t) => 
   const missing = await app.inject('/nope')
   t.equal(missing.body, 'nothing here')
   t.equal(missing.headers['content-digest'], sf('nothing here'))
-  const nothing = await app.inject({ url: '/nope', headers: { 'want-content-digest': 'sha-256=0' } })
+  const nothing = await app.inject({ url: '/nope', headers: { 'want-content-digest': 'sha-256=0, sha-512=0' } })
   t.equal(nothing.headers['content-digest'], undefined)
   t.equal(nothing.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
 })

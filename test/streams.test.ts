@@ -75,7 +75,8 @@ test('over maxBufferSize without trailers: streamed untouched, digests omitted, 
 })
 
 test('HEAD of a streamed route: Repr-Digest hashed up to maxBufferSize, empty Content-Digest', async (t) => {
-  const app = await buildApp(t, { contentDigest: true, reprDigest: true, maxBufferSize: 10000 })
+  const logs: Array<Record<string, unknown>> = []
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true, maxBufferSize: 10000 }, { logger: { level: 'warn', stream: { write: (line: string) => { logs.push(JSON.parse(line)) } } } })
   const small = pattern(5000)
   const large = pattern(20000)
   app.get('/small', async (_req, reply) => reply.type('application/octet-stream').send(chunked(small, 1000)))
@@ -92,6 +93,11 @@ test('HEAD of a streamed route: Repr-Digest hashed up to maxBufferSize, empty Co
   t.equal(b.headers['repr-digest'], undefined, 'too large to hash for a HEAD: omitted')
   t.same(b.trailers, {}, 'never trailers on HEAD')
   t.same(omitted, [null, { reason: 'over-max-buffer-size', fields: ['Repr-Digest'] }], 'reply.digestsOmitted')
+  t.equal(logs.length, 1)
+  t.match(logs[0], { route: 'HEAD /large', reason: 'over-max-buffer-size', fields: ['Repr-Digest'] })
+  const msg = logs[0]?.msg as string
+  t.match(msg, /Repr-Digest not sent on HEAD \/large: a HEAD hashes at most maxBufferSize bytes of the streamed representation, and it is larger\. Fix: declare the digest with reply\.setReprDigest\(\) when it is known, or raise maxBufferSize \(plugin or route option\) above the representation's size/)
+  t.notMatch(msg, /TE: trailers/, 'trailers cannot help a HEAD')
 })
 
 test('stream errors do not become digests', async (t) => {

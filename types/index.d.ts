@@ -80,6 +80,8 @@ declare namespace fastifyDigestFields {
      * Media types of live streams (event streams, NDJSON, ...), never held
      * back for a digest: their digests go in trailers when the client allows
      * them, else none. Parameters of the response's Content-Type are ignored.
+     * Media ranges (RFC 9110 §12.5.1) match too: `text/*` every text subtype,
+     * the range of all types every stream.
      * Replaces the default list: `text/event-stream`, `application/x-ndjson`,
      * `application/jsonl`, `application/json-seq`, `multipart/x-mixed-replace`.
      */
@@ -190,10 +192,8 @@ declare namespace fastifyDigestFields {
   export interface SelectionInput {
     /** Enabled algorithms in server preference order. */
     algorithms: readonly DigestAlgorithm[]
-    /** The field's own Want-* preferences, if any. */
+    /** The field's own Want-* preferences, if any (the other field's play no part: RFC 9530 §4). */
     want?: WantMap | null
-    /** The other field's Want-* preferences, if any. */
-    otherWant?: WantMap | null
     /** Algorithms to send unsolicited for this field (empty: none). */
     unsolicited?: readonly DigestAlgorithm[]
   }
@@ -231,6 +231,7 @@ declare namespace fastifyDigestFields {
   export type DigestErrorCode =
     | 'FST_DIGEST_INVALID_OPTION'
     | 'FST_DIGEST_INVALID_ROUTE_OPTION'
+    | 'FST_DIGEST_ALREADY_REGISTERED'
     | 'FST_DIGEST_UNKNOWN_ALGORITHM'
     | 'FST_DIGEST_INVALID_DECLARED_DIGEST'
     | 'FST_DIGEST_INVALID_FIELD'
@@ -244,6 +245,7 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_UNREAD_TOO_LARGE'
     | 'FST_DIGEST_INCOMPLETE'
     | 'FST_DIGEST_FILE_CHANGED'
+    | 'FST_DIGEST_STALE_REPRESENTATION'
 
   /**
    * @fastify/static's `setHeaders` option (`setHeaders: staticHeaders`; with

@@ -28,6 +28,7 @@ export const PROBLEM_TYPES = Object.freeze({
 // Status phrases of RFC 9110 §15 for the about:blank problems we send.
 const STATUS_TITLES: Readonly<Record<number, string>> = {
   400: 'Bad Request',
+  406: 'Not Acceptable',
   413: 'Content Too Large',
   415: 'Unsupported Media Type'
 }

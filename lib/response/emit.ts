@@ -3,10 +3,11 @@
 import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../types/index'
 import type { DigestResults } from '../digest-stream'
-import { serializeSelected } from '../fields'
+import { digestFieldOf, serializeSelected } from '../fields'
 import { getDeclared } from '../declared'
+import { PROBLEM_CONTENT_TYPE } from '../request/problem'
 import { sameList } from './plan'
-import { preconditionFails } from './precondition'
+import { STALE_PROBLEM, preconditionFails } from './precondition'
 import type { ResponseState, Payload } from './state'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest']
@@ -73,22 +74,34 @@ export function wholeOf (
   return state.file === null ? identity : state.fileCoded
 }
 
-/** 406 Not Acceptable: the client's Repr-Digest names another representation. */
-function notAcceptable (reply: FastifyReply, state: ResponseState, repr: DigestResults): string {
+/**
+ * 406 Not Acceptable: the client's Repr-Digest names another representation.
+ * Its content is the problem details; its Repr-Digest the current
+ * representation's, its Content-Digest (when one is planned) the problem's,
+ * or for a HEAD the empty content's (RFC 9530 B.2). A HEAD has no content
+ * but the Content-Length a GET's 406 would have (RFC 9110 §8.6, §9.3.2).
+ */
+function notAcceptable (reply: FastifyReply, state: ResponseState, repr: DigestResults): Buffer | string {
+  const { plan } = state
   reply.code(406)
-  for (const h of ['content-encoding', 'content-type', 'content-length', 'content-range', 'content-digest', 'unencoded-digest']) {
+  for (const h of ['content-encoding', 'content-range', 'content-digest', 'repr-digest', 'unencoded-digest']) {
     reply.removeHeader(h)
   }
-  setField(reply, 'repr-digest', repr, [state.plan.preconditionAlgorithm], state.plan.mode.strict)
-  return ''
+  reply.header('content-type', PROBLEM_CONTENT_TYPE)
+  reply.header('content-length', STALE_PROBLEM.byteLength)
+  setField(reply, 'repr-digest', repr, [plan.preconditionAlgorithm], plan.mode.strict)
+  const content = plan.head ? '' : STALE_PROBLEM
+  const contentDigest = digestFieldOf(plan.content, content, plan.mode.strict)
+  if (contentDigest !== null) reply.header('content-digest', contentDigest)
+  return content
 }
 
 /**
  * The 406 rule, at the moment the whole representation's digests `repr`
- * (declared ones included) are known: the 406 body (''), or null when the
+ * (declared ones included) are known: the 406 content, or null when the
  * response goes on. Decided once: the precondition is then dropped.
  */
-export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): string | null {
+export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null
   return fails ? notAcceptable(reply, state, repr as DigestResults) : null

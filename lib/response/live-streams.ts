@@ -1,7 +1,8 @@
 // Live streams (event streams, JSON lines, a camera's frames) are consumed
 // as they arrive: a response of one is never held back for a digest. Which
 // responses are live: the route's `live` option, else the media type of the
-// response's Content-Type among `liveTypes`, parameters ignored.
+// response's Content-Type matched by `liveTypes`, parameters ignored: a
+// media type, a `type/*` range, or `*/*` for every stream (RFC 9110 §12.5.1).
 
 /** The media type of a Content-Type value, lowercase, without parameters (RFC 9110 §8.3.1). */
 export function mediaTypeOf (contentType: unknown): string {
@@ -13,5 +14,10 @@ export function mediaTypeOf (contentType: unknown): string {
 
 /** Whether a streamed response is live: `live` when the route set it, else by its media type. */
 export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<string>, contentType: unknown): boolean {
-  return live ?? liveTypes.has(mediaTypeOf(contentType))
+  if (live !== null) return live
+  if (liveTypes.size === 0) return false
+  const type = mediaTypeOf(contentType)
+  if (liveTypes.has(type) || liveTypes.has('*/*')) return true
+  const slash = type.indexOf('/')
+  return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)
 }

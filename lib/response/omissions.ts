@@ -15,6 +15,10 @@ export function missingFields (reply: FastifyReply, wanted: readonly ResponseDig
 }
 
 function fixOf (reason: OmissionReason, head: boolean, trailers: boolean): string {
+  // A HEAD has no content to carry trailers (RFC 9110 §9.3.2): TE cannot help it.
+  if (reason === 'over-max-buffer-size' && head) {
+    return 'declare the digest with reply.setReprDigest() when it is known, or raise maxBufferSize (plugin or route option) above the representation\'s size'
+  }
   const asTrailers = trailers
     ? 'clients that send "TE: trailers" get them as trailers'
     : 'set the trailers option to true, and clients that send "TE: trailers" get them as trailers'
@@ -31,7 +35,11 @@ function fixOf (reason: OmissionReason, head: boolean, trailers: boolean): strin
 }
 
 function whyOf (reason: OmissionReason, head: boolean): string {
-  if (reason === 'over-max-buffer-size') return 'the streamed response is larger than maxBufferSize and goes without trailers'
+  if (reason === 'over-max-buffer-size') {
+    return head
+      ? 'a HEAD hashes at most maxBufferSize bytes of the streamed representation, and it is larger'
+      : 'the streamed response is larger than maxBufferSize and goes without trailers'
+  }
   if (reason === 'file-not-hashed') return 'the file\'s whole-file digests are not known yet (fileHashing: \'background\' answers without waiting for them)'
   return head
     ? 'the HEAD of a live stream is answered at once, without reading the stream'

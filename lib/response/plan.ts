@@ -188,16 +188,15 @@ function modeOf (params: DigestParams, repr: readonly DigestAlgorithm[], reprNee
 export function planFields (request: RequestFacts, params: DigestParams): FieldPlan | null {
   const wantContent = parseWantField(request.wantContentDigest)
   const wantRepr = parseWantField(request.wantReprDigest)
-  // Without any Want-* field, selection gives the unsolicited algorithms as
-  // configured (validated as enabled ones, in server order): skip it, as most
-  // requests carry none.
-  const noWant = wantContent === null && wantRepr === null
-  const content = noWant
+  // Each field follows its own Want-* only (RFC 9530 §4). Without one,
+  // selection gives the unsolicited algorithms as configured (validated as
+  // enabled ones, in server order): skip it, as most requests carry none.
+  const content = wantContent === null
     ? params.contentDigest
-    : selectAlgorithms({ algorithms: params.algorithms, want: wantContent, otherWant: wantRepr, unsolicited: params.contentDigest })
-  const repr = noWant
+    : selectAlgorithms({ algorithms: params.algorithms, want: wantContent, unsolicited: params.contentDigest })
+  const repr = wantRepr === null
     ? params.reprDigest
-    : selectAlgorithms({ algorithms: params.algorithms, want: wantRepr, otherWant: wantContent, unsolicited: params.reprDigest })
+    : selectAlgorithms({ algorithms: params.algorithms, want: wantRepr, unsolicited: params.reprDigest })
   const precondition = params.conditional ? preconditionOf(request.method, request.reprDigest, params.algorithms) : null
   if (content.length === 0 && repr.length === 0 && precondition === null) return null
   const algorithm = preconditionAlgorithm(params.algorithms)

@@ -5,11 +5,22 @@
 // server does with a request's Repr-Digest open; README "Conditional GET").
 //
 // Pure: which precondition a request carries, which algorithm the 406 names,
-// and whether a response's representation fails it. Answering the 406 is
-// lib/response/emit.ts's.
+// whether a response's representation fails it, and the 406's problem
+// details. Answering the 406 is lib/response/emit.ts's.
 import type { DigestAlgorithm } from '../../types/index'
+import { FST_DIGEST_STALE_REPRESENTATION } from '../errors'
 import { parseDigestField } from '../fields'
+import { blankProblem } from '../request/problem'
 import { digestsEqual } from '../verification'
+
+const stale = new FST_DIGEST_STALE_REPRESENTATION()
+
+/**
+ * The 406's content: RFC 9457 problem details, `about:blank` titled by the
+ * status as the plugin's other problems without a draft type
+ * (lib/request/problem.ts), with the FST_DIGEST_* code.
+ */
+export const STALE_PROBLEM: Buffer = Buffer.from(JSON.stringify(blankProblem(406, stale.code, stale.message)))
 
 /** The request's Repr-Digest members for the enabled algorithms. */
 export type Precondition = ReadonlyMap<DigestAlgorithm, Buffer>
