@@ -200,37 +200,51 @@ test('signed-inbox.mjs: signed POSTs accepted, and every refusal', async (t) => 
   })
 })
 
-/** The peak resident set size of a process, in bytes (Linux: VmHWM of /proc/<pid>/status), or null. */
-function peakRss (pid: number): number | null {
+/** The resident set size of a process now and at its peak, in bytes (Linux: VmRSS and VmHWM of /proc/<pid>/status), or null. */
+function rss (pid: number): { now: number, peak: number } | null {
+  let status: string
   try {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    return match === null ? null : Number(match[1]) * 1024
+    status = readFileSync(`/proc/${pid}/status`, 'utf8')
   } catch {
     return null
   }
+  const kB = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) * 1024
+  return { now: kB('VmRSS'), peak: kB('VmHWM') }
 }
 
-test('signed-inbox.mjs: a 64 MiB signed upload, streamed; the peak RSS grows far less than the body', async (t) => {
+test('signed-inbox.mjs: a 128 MiB signed upload, streamed; the peak RSS grows by less than the body', async (t) => {
   const { child, port } = await spawnExample(t, 'signed-inbox.mjs', { SIGNATURE_KEYS: keysFile(t) })
   const pid = child.pid as number
   const { signingInterceptor } = await loadSigningInterceptor()
   const dispatcher = new Agent().compose(signingInterceptor(bob), digestInterceptor())
   t.teardown(() => dispatcher.close())
-  const upload = async (bytes: Buffer): Promise<Answer> => answer(await request(`http://127.0.0.1:${port}/media`, {
-    dispatcher, method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: bytes
-  }))
+  // A body of `count` MiB, streamed: the digest interceptor sends a stream
+  // as it is, with the Content-Digest given (worked out here), which is signed.
+  const chunk = Buffer.alloc(MiB, 'a large file ')
+  const upload = async (count: number): Promise<Answer> => {
+    const hash = createHash('sha256')
+    for (let i = 0; i < count; i++) hash.update(chunk)
+    const body = Readable.from((function * () { for (let i = 0; i < count; i++) yield chunk })())
+    const headers = { 'content-type': 'application/octet-stream', 'content-digest': `sha-256=:${hash.digest('base64')}:` }
+    return answer(await request(`http://127.0.0.1:${port}/media`, { dispatcher, method: 'POST', headers, body }))
+  }
   // The code paths warmed up first.
-  t.match(await upload(Buffer.alloc(4 * MiB, 'warm ')), { status: 200, json: { size: 4 * MiB } })
-  const before = peakRss(pid)
-  const size = 64 * MiB
-  t.match(await upload(Buffer.alloc(size, 'a large file ')), { status: 200, json: { size, signer: BOB } })
-  const after = peakRss(pid)
+  t.match(await upload(4), { status: 200, json: { size: 4 * MiB } })
+  const before = rss(pid)
+  const count = 128
+  t.match(await upload(count), { status: 200, json: { size: count * MiB, signer: BOB } })
+  const after = rss(pid)
   if (before === null || after === null) {
     t.comment('no /proc/<pid>/status here: the peak RSS is not measured')
     return
   }
-  t.comment(`peak RSS ${(before / MiB).toFixed(1)} MiB before, ${(after / MiB).toFixed(1)} MiB after a ${size / MiB} MiB upload`)
-  t.ok(after - before < size * 3 / 4, `the peak RSS grew by ${((after - before) / MiB).toFixed(1)} MiB`)
+  // Over the RSS before, not the peak before, which may be higher (startup):
+  // a body held whole would raise the peak by its size at least. Streamed,
+  // the growth is the garbage V8 lets pile up before it collects, whatever
+  // the size (docs/benchmarks.md).
+  const growth = after.peak - before.now
+  t.comment(`RSS ${(before.now / MiB).toFixed(1)} MiB before, peak ${(after.peak / MiB).toFixed(1)} MiB after a ${count} MiB upload`)
+  t.ok(growth < count * MiB, `the peak RSS grew by ${(growth / MiB).toFixed(1)} MiB, less than the body`)
 })
 
 /** examples/signing-interceptor.mjs, an ES module. */
