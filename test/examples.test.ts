@@ -1,41 +1,21 @@
 // The README's examples are real programs: every js/mjs/ts block of the
 // README is found verbatim in one of examples/*.mjs, and those programs run
-// here as a user runs them (`node examples/x.mjs`, importing the package by
-// its name through dist/, so `npm run build` first) in child processes.
-// test/examples-preload.cjs turns their `app.listen({ port: 3000 })` into a
-// free port and reports it over IPC. Real requests follow, and every digest
+// here as a user runs them, in child processes (test/example-helpers.ts).
+// Real requests follow, and every digest
 // is recomputed with node:crypto over the bytes actually received. The
 // README's curl commands run with curl (and bash, openssl, base64) against
 // the example each one names.
 import { test } from 'tap'
-import { execFile, fork, spawnSync, type ChildProcess } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
 import { connect as h2Connect, type IncomingHttpHeaders as H2Headers } from 'node:http2'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
+import { examplesDir, plainEnv, root, runClient, startExample } from './example-helpers'
 import { EMPTY_SHA256, decode, sf } from './helpers'
 import { BOUNDARY, MULTIPART_TYPE, multipartBody, type TapTest } from './upload-helpers'
-
-const root = join(__dirname, '..')
-const examplesDir = join(root, 'examples')
-const preload = join(__dirname, 'examples-preload.cjs')
-
-/**
- * The environment of a user's shell, without the test runner's loader
- * options (tap may still follow the children; .taprc keeps examples/ out of
- * the coverage report).
- */
-function plainEnv (): NodeJS.ProcessEnv {
-  const env = { ...process.env }
-  delete env.NODE_OPTIONS
-  delete env.NODE_V8_COVERAGE
-  // A cell of the compatibility matrix (test/compat/run.js): the examples
-  // get the same majors as the tests.
-  if (env.COMPAT_ALIASES !== undefined) env.NODE_OPTIONS = `--require ${join(__dirname, 'compat', 'aliases.cjs')}`
-  return env
-}
 
 /** The fenced js/mjs/ts blocks of a Markdown text, trimmed, with their first line as a name. */
 function codeBlocks (markdown: string): Array<{ name: string, code: string }> {
@@ -45,41 +25,6 @@ function codeBlocks (markdown: string): Array<{ name: string, code: string }> {
     out.push({ name: `block ${out.length + 1} (${match[1] as string}): ${code.split('\n')[0] as string}`, code })
   }
   return out
-}
-
-/** Start examples/<file> with the preload; resolves with its port once it listens. */
-function startExample (t: TapTest, file: string, env: NodeJS.ProcessEnv = {}): Promise<number> {
-  const child: ChildProcess = fork(join(examplesDir, file), [], {
-    cwd: root,
-    env: { ...plainEnv(), ...env },
-    execArgv: ['--require', preload],
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc']
-  })
-  let output = ''
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  t.teardown(() => { child.kill() })
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${file} did not listen within 10 s: ${output}`)), 10_000)
-    child.once('message', (message: { port: number }) => {
-      clearTimeout(timer)
-      resolve(message.port)
-    })
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`${file} exited with ${String(code)}: ${output}`))
-    })
-  })
-}
-
-/** Run a client example to its end; resolves with its standard output. */
-function runClient (file: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [join(examplesDir, file), ...args], { cwd: root, env: plainEnv(), timeout: 10_000 }, (err, stdout, stderr) => {
-      if (err !== null) reject(new Error(`${file}: ${err.message}\n${stderr}`))
-      else resolve(stdout)
-    })
-  })
 }
 
 interface Reply {
