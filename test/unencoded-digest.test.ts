@@ -218,6 +218,7 @@ test('a route that codes its content itself: Unencoded-Digest only when declared
       return reply.type('text/plain').header('content-encoding', 'gzip').send(coded)
     })
     app.get('/identity', async (_req, reply) => reply.type('text/plain').header('content-encoding', 'identity').send(TEXT))
+    app.get('/lines', async (_req, reply) => reply.type('text/plain').header('content-encoding', ['identity', 'gzip']).send(coded))
     for (const url of ['/precoded', '/precoded-stream', '/precoded-repr']) {
       for (const te of [{}, { te: 'trailers' }]) {
         const res = await app.inject({ url, headers: te })
@@ -234,6 +235,8 @@ test('a route that codes its content itself: Unencoded-Digest only when declared
     t.equal(head.headers['unencoded-digest'], sf(TEXT), `strict=${strict}: HEAD, declared`)
     const identity = await app.inject('/identity')
     t.equal(identity.headers['unencoded-digest'], sf(TEXT), `strict=${strict}: Content-Encoding: identity is no coding`)
+    const lines = await app.inject('/lines')
+    t.equal(lines.headers['unencoded-digest'], undefined, `strict=${strict}: a coding in a second field line`)
   }
 })
 

@@ -72,8 +72,8 @@ function sharedAlgorithms (
  */
 export function uncoded (encoding: unknown): boolean {
   if (encoding === undefined) return true
-  if (typeof encoding !== 'string') return false
-  for (const coding of encoding.split(',')) {
+  // Several field lines (an array) read as one list: String() joins them with commas.
+  for (const coding of String(encoding).split(',')) {
     const name = coding.trim().toLowerCase()
     if (name !== '' && name !== 'identity') return false
   }
