@@ -75,7 +75,7 @@ async function register (app, side) {
  */
 function digestOnSendByHand (request, reply, payload, done) {
   const value = `sha-256=:${hash('sha256', payload, 'base64')}:`
-  reply.header('vary', 'Want-Content-Digest, Want-Repr-Digest')
+  reply.header('vary', 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
   reply.header('content-digest', value).header('repr-digest', value)
   done(null, payload)
 }
@@ -239,6 +239,17 @@ const smallJsonWithDigests = {
   hashes: () => [{ bytes: KiB }]
 }
 
+/** Scenarios 2u and 4u: the plugin with Repr-Digest and Unencoded-Digest against the plugin with Repr-Digest alone. */
+const REPR_ONLY = { reprDigest: 'sha-256' }
+const REPR_AND_UNENCODED = { reprDigest: 'sha-256', unencodedDigest: 'sha-256' }
+
+/** A response with a sha-256 Repr-Digest over `repr`, and Unencoded-Digest (the same value) when `unencoded`. */
+function reprAndUnencoded (res, repr, unencoded) {
+  assert(res.headers['repr-digest'] === field(repr), `wrong Repr-Digest ${res.headers['repr-digest']}`)
+  assert(res.headers['unencoded-digest'] === (unencoded ? field(repr) : undefined), `wrong Unencoded-Digest ${res.headers['unencoded-digest']}`)
+  assert(res.headers['content-digest'] === undefined, 'unexpected Content-Digest')
+}
+
 function compressedScenario (id, syncThreshold, path) {
   const compress = { global: true, encodings: ['gzip'], threshold: 1024, syncThreshold }
   return {
@@ -326,6 +337,28 @@ const scenarios = [
     note: 'information: scenario 2\'s work written by hand as a route-level onSend hook with two decorators (the plugin\'s place, nothing of its own) against the same hook as an instance hook without decorators'
   },
   {
+    id: '2u',
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
+    title: 'GET 1 KiB JSON, Repr-Digest and Unencoded-Digest (sha-256) against Repr-Digest alone',
+    sides: [
+      { key: 'plugin', label: 'plugin, both fields', plugin: REPR_AND_UNENCODED },
+      { key: 'repr', label: 'plugin, Repr-Digest alone', plugin: REPR_ONLY }
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      app.get('/json', async () => JSON_OBJECT)
+    },
+    request: { method: 'GET', path: '/json' },
+    check (side, res) {
+      assert(res.body.equals(JSON_BYTES), 'wrong body')
+      reprAndUnencoded(res, JSON_BYTES, side.key === 'plugin')
+    },
+    hashes: () => [{ bytes: KiB }],
+    budget: { kind: 'ratio', min: 0.98 },
+    note: 'default mode: Unencoded-Digest is Repr-Digest\'s value (the bytes are uncoded), hashed once and written twice'
+  },
+  {
     id: '3',
     title: 'GET 1 MiB Buffer, sha-256 both fields',
     sides: [{ key: 'plugin', label: 'plugin', plugin: BOTH_SHA256 }, bare, byHand],
@@ -347,6 +380,29 @@ const scenarios = [
   },
   compressedScenario('4', 8192, 'stream'),
   compressedScenario('4s', 65536, 'sync'),
+  {
+    id: '4u',
+    // A margin of a few percent: the sides run at the same time (run.js, inRounds). compress's
+    // synchronous path gzips on the main thread, with no zlib thread to wait for.
+    together: true,
+    title: 'GET 64 KiB text, gzip (sync path), Repr-Digest and Unencoded-Digest against Repr-Digest alone',
+    sides: [
+      { key: 'plugin', label: 'compress + plugin, both fields', compress: { global: true, encodings: ['gzip'], threshold: 1024, syncThreshold: 65536 }, plugin: REPR_AND_UNENCODED },
+      { key: 'repr', label: 'compress + plugin, Repr-Digest alone', compress: { global: true, encodings: ['gzip'], threshold: 1024, syncThreshold: 65536 }, plugin: REPR_ONLY }
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      app.get('/text', (request, reply) => { reply.type('text/plain; charset=utf-8').send(TEXT_64KIB) })
+    },
+    request: { method: 'GET', path: '/text', headers: { 'accept-encoding': 'gzip' } },
+    check (side, res) {
+      assert(res.headers['content-encoding'] === 'gzip', 'not compressed')
+      reprAndUnencoded(res, TEXT_64KIB, side.key === 'plugin')
+    },
+    hashes: () => [{ bytes: 64 * KiB }],
+    budget: { kind: 'ratio', min: 0.98 },
+    note: 'default mode, a coded response: both fields are the identity text\'s digest, taken in one pass before compress'
+  },
   {
     id: '5',
     title: 'POST 1 MiB, correct sha-256 Content-Digest, verified',

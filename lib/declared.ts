@@ -1,11 +1,15 @@
 // reply.setReprDigest(): digests of the selected representation that the
 // route already knows (a stored checksum, a content-addressed file). They are
-// used for Repr-Digest, HEAD, 206 and the 406 rule instead of hashing.
+// used for Repr-Digest, HEAD, 206 and the 406 rule instead of hashing, and
+// for Unencoded-Digest unless the route codes its content itself.
+// reply.setUnencodedDigest(): the same for the representation with no
+// content coding (draft-ietf-httpbis-unencoded-digest), for a route that
+// sends coded bytes of its own.
 import type { FastifyReply } from 'fastify'
 import type { DeclaredDigests, DigestAlgorithm } from '../types/index'
 import { ALGORITHMS } from './algorithms'
 import { FST_DIGEST_INVALID_DECLARED_DIGEST } from './errors'
-import { kDeclared } from './symbols'
+import { kDeclared, kDeclaredUnencoded } from './symbols'
 
 export type DeclaredMap = Map<DigestAlgorithm, Buffer>
 
@@ -42,17 +46,34 @@ export function normalizeDeclared (digests: DeclaredDigests): DeclaredMap {
   return out
 }
 
-interface WithDeclared { [kDeclared]: DeclaredMap | null }
+interface WithDeclared { [kDeclared]: DeclaredMap | null, [kDeclaredUnencoded]: DeclaredMap | null }
+
+/** `digests` added to the reply's map under `key` (later declarations win). */
+function declare (reply: WithDeclared, key: typeof kDeclared | typeof kDeclaredUnencoded, digests: DeclaredDigests): void {
+  const declared = normalizeDeclared(digests)
+  const previous = reply[key]
+  if (previous === null) reply[key] = declared
+  else for (const [k, v] of declared) previous.set(k, v)
+}
 
 export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
-  const declared = normalizeDeclared(digests)
-  const reply = this as unknown as WithDeclared
-  const previous = reply[kDeclared]
-  if (previous === null) reply[kDeclared] = declared
-  else for (const [k, v] of declared) previous.set(k, v)
+  declare(this as unknown as WithDeclared, kDeclared, digests)
   return this
 }
 
+export function setUnencodedDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
+  const reply = this as unknown as WithDeclared
+  declare(reply, kDeclaredUnencoded, digests)
+  // Something is declared: the reply leaves the usual response's shortcut.
+  reply[kDeclared] ??= new Map()
+  return this
+}
+
+/** The Repr-Digest declarations (an empty map when only Unencoded-Digest was declared), or null for none at all. */
 export function getDeclared (reply: FastifyReply): DeclaredMap | null {
   return (reply as unknown as WithDeclared)[kDeclared]
+}
+
+export function getDeclaredUnencoded (reply: FastifyReply): DeclaredMap | null {
+  return (reply as unknown as WithDeclared)[kDeclaredUnencoded]
 }

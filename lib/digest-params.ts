@@ -10,9 +10,10 @@ export interface DigestParams {
   readonly contentDigest: readonly DigestAlgorithm[]
   /** Unsolicited Repr-Digest algorithms (empty: only when wanted). */
   readonly reprDigest: readonly DigestAlgorithm[]
+  /** Unsolicited Unencoded-Digest algorithms (empty: only when wanted). */
+  readonly unencodedDigest: readonly DigestAlgorithm[]
   readonly verify: VerifyPolicy
   readonly strict: boolean
-  readonly unencodedDigest: boolean
   readonly trailers: boolean
   readonly maxBufferSize: number
   /** Media types (lowercase, no parameters) of live streams. */

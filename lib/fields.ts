@@ -1,6 +1,8 @@
 // Parsing and serialization of the four RFC 9530 fields (Content-Digest,
-// Repr-Digest, Want-Content-Digest, Want-Repr-Digest) and of the legacy
-// RFC 3230 `Digest` header. The only module that imports structured-headers.
+// Repr-Digest, Want-Content-Digest, Want-Repr-Digest), of Unencoded-Digest and
+// Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest, the same forms)
+// and of the legacy RFC 3230 `Digest` header. The only module that imports
+// structured-headers.
 //
 // Decisions (RFC 9530 §2–§4, RFC 8941; docs/design.md):
 // * Absent, empty and blank field values (and field lines) carry nothing to
@@ -85,12 +87,13 @@ function integerOctets (value: number, width: number): Buffer {
 }
 
 /**
- * Parse a Content-Digest or Repr-Digest field value (RFC 9530 §2, §3).
+ * Parse a Content-Digest, Repr-Digest (RFC 9530 §2, §3) or Unencoded-Digest
+ * (draft-ietf-httpbis-unencoded-digest §3) field value; `field` names it.
  * Returns null when the field is absent or carries nothing we can use; throws
  * FST_DIGEST_INVALID_FIELD (400) when it is malformed. Byte Sequence members
- * are kept for every key (unknown ones too, so they can be reported);
- * unixsum/unixcksum also accept an Integer (not a Decimal such as `6405.0`,
- * RFC 8941 §3.3.1); parameters are ignored.
+ * are kept for every key (unknown ones too, so they can be reported); in
+ * Content-Digest and Repr-Digest, unixsum/unixcksum also accept an Integer
+ * (not a Decimal such as `6405.0`, RFC 8941 §3.3.1); parameters are ignored.
  */
 export function parseDigestField (
   value: string | readonly string[] | null | undefined,
@@ -111,7 +114,9 @@ export function parseDigestField (
       digests.set(key, Buffer.from(item))
       continue
     }
-    const width = INTEGER_WIDTH.get(key)
+    // Unencoded-Digest values are Byte Sequences for every algorithm
+    // (draft-ietf-httpbis-unencoded-digest §3).
+    const width = field === 'Unencoded-Digest' ? undefined : INTEGER_WIDTH.get(key)
     // An Integer, not a Decimal with an integral value (the type is read
     // from the text only for these keys, and once per field).
     if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
@@ -126,6 +131,16 @@ export function parseDigestField (
     // its definition, so it is dropped rather than treated as an error.
   }
   return digests.size === 0 ? null : digests
+}
+
+/**
+ * Whether the digests of `algorithms` are written alike in both modes: none
+ * is unixsum or unixcksum, which the default mode writes as Integers (and
+ * Unencoded-Digest always as Byte Sequences).
+ */
+export function writtenAlike (algorithms: readonly DigestAlgorithm[]): boolean {
+  for (let i = 0; i < algorithms.length; i++) if (INTEGER_WIDTH.has(algorithms[i] as DigestAlgorithm)) return false
+  return true
 }
 
 /** One member of a digest field: `sha-256=:…:`, or `unixsum=6405` outside strict mode. */

@@ -8,10 +8,10 @@ import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './options'
 import { placeHooks, type RouteHookInstaller } from './route-hooks'
-import { setReprDigest } from './declared'
+import { setReprDigest, setUnencodedDigest } from './declared'
 import { installResponseDigests } from './response/hooks'
 import { installRequestVerification } from './request-verification'
-import { kDeclared, kRouteParams } from './symbols'
+import { kDeclared, kDeclaredUnencoded, kRouteParams } from './symbols'
 import { errors, FST_DIGEST_ALREADY_REGISTERED } from './errors'
 import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './algorithms'
 import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './fields'
@@ -40,7 +40,9 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
   const params = normalizeOptions(opts)
 
   fastify.decorateReply(kDeclared, null)
+  fastify.decorateReply(kDeclaredUnencoded, null)
   fastify.decorateReply('setReprDigest', setReprDigest)
+  fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
 
   // In this order on each route: the response stages, then the request
   // verifier's hooks (lib/route-hooks.ts says where each goes).

@@ -63,6 +63,7 @@ const acceptedPluginKeys: ReadonlySet<string> = new Set<string>([...pluginKeys, 
 const routeOptionKeys: Readonly<Record<keyof RouteDigestOptions, true>> = {
   contentDigest: true,
   reprDigest: true,
+  unencodedDigest: true,
   verify: true,
   maxBufferSize: true,
   conditional: true,
@@ -154,12 +155,6 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     if (!acceptedPluginKeys.has(key)) throw pluginFail(key, unknownKey(key, pluginKeys, 'options'))
   }
   const algorithms = checkAlgorithms(opts.algorithms, pluginFail)
-  const strict = checkBoolean(opts.strict, 'strict', false, pluginFail)
-  const unencodedDigest = checkBoolean(opts.unencodedDigest, 'unencodedDigest', false, pluginFail)
-  if (unencodedDigest && !strict) {
-    // In the default mode Repr-Digest already is the digest before content coding.
-    throw pluginFail('unencodedDigest', 'only applies with strict: true (the default mode\'s Repr-Digest is already unencoded)')
-  }
   const fileCacheSize = checkSize(opts.fileCacheSize, defaultFileCacheSize, pluginFail, 'fileCacheSize', 'files')
   const fileHashing = opts.fileHashing === undefined ? 'wait' : opts.fileHashing
   if (fileHashing !== 'wait' && fileHashing !== 'background') {
@@ -175,9 +170,9 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     algorithms,
     contentDigest: checkUnsolicited(opts.contentDigest, 'contentDigest', algorithms, [], pluginFail),
     reprDigest: checkUnsolicited(opts.reprDigest, 'reprDigest', algorithms, [], pluginFail),
+    unencodedDigest: checkUnsolicited(opts.unencodedDigest, 'unencodedDigest', algorithms, [], pluginFail),
     verify: checkVerify(opts.verify, 'if-present', pluginFail),
-    strict,
-    unencodedDigest,
+    strict: checkBoolean(opts.strict, 'strict', false, pluginFail),
     trailers: checkBoolean(opts.trailers, 'trailers', true, pluginFail),
     maxBufferSize: checkSize(opts.maxBufferSize, defaultMaxBufferSize, pluginFail),
     liveTypes: checkLiveTypes(opts.liveTypes, pluginFail),
@@ -215,6 +210,7 @@ export function normalizeRouteOptions (
     ...global,
     contentDigest: checkUnsolicited(opts.contentDigest as UnsolicitedDigest | undefined, 'contentDigest', global.algorithms, global.contentDigest, fail),
     reprDigest: checkUnsolicited(opts.reprDigest as UnsolicitedDigest | undefined, 'reprDigest', global.algorithms, global.reprDigest, fail),
+    unencodedDigest: checkUnsolicited(opts.unencodedDigest as UnsolicitedDigest | undefined, 'unencodedDigest', global.algorithms, global.unencodedDigest, fail),
     verify: checkVerify(opts.verify, global.verify, fail),
     trailers: checkBoolean(opts.trailers, 'trailers', global.trailers, fail),
     maxBufferSize: checkSize(opts.maxBufferSize, global.maxBufferSize, fail),

@@ -32,7 +32,7 @@ test('exchange 6: a non-matching Repr-Digest gets 406 with the right sha-256 Rep
   t.equal(res.headers['repr-digest'], 'sha-256=:RK/0qy18MlBSVnWgjwz6lZEWjP/lF5HF9bvEF8FabDg=:')
   t.equal(res.headers['repr-digest'], sf(BODY))
   t.equal(res.headers['content-digest'], undefined, 'none asked for, none configured')
-  t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+  t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
   const head = await app.inject({ method: 'HEAD', url: '/items/123', headers: { 'repr-digest': STALE } })
   t.equal(head.statusCode, 406)
   t.equal(head.body, '', 'a HEAD has no content')

@@ -166,6 +166,16 @@ test('parseDigestField: the field name goes into the error', async (t) => {
   })
 })
 
+test('parseDigestField: Unencoded-Digest values are Byte Sequences for every algorithm', async (t) => {
+  t.same(hexEntries(parseDigestField('unixsum=6405', 'Repr-Digest')), [['unixsum', '1905']], 'Repr-Digest: an Integer')
+  t.throws(() => parseDigestField('unixsum=6405', 'Unencoded-Digest'), {
+    code: 'FST_DIGEST_INVALID_FIELD',
+    message: 'Malformed Unencoded-Digest field: unixsum must be a Byte Sequence'
+  })
+  t.same(hexEntries(parseDigestField('unixsum=:GQU=:, unixcksum=:AAAAAQ==:', 'Unencoded-Digest')), [['unixsum', '1905'], ['unixcksum', '00000001']])
+  t.equal(parseDigestField('foo=1', 'Unencoded-Digest'), null, 'an unknown key that is not a Byte Sequence is dropped')
+})
+
 test('parseDigestField: values that are not strings are absent', async (t) => {
   t.equal(parseDigestField(42 as unknown as string), null)
   t.equal(parseDigestField(null as unknown as string), null)

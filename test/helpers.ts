@@ -2,6 +2,7 @@
 // recomputed from the bytes the client actually received.
 import { createHash } from 'node:crypto'
 import { connect } from 'node:net'
+import * as zlib from 'node:zlib'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
@@ -33,6 +34,22 @@ export function sf (bytes: Buffer | string, alg = 'sha-256'): string {
   return `${alg}=:${createHash(name).update(bytes).digest('base64')}:`
 }
 
+type SyncCoder = (data: Buffer) => Buffer
+
+/**
+ * node:zlib's zstd (RFC 8878), which Node.js has from 22.15 and 23.8 on
+ * (@types/node 20 does not know it), or null (Node.js 20).
+ */
+export const zstd: { compress: SyncCoder, decompress: SyncCoder } | null = (() => {
+  const z = zlib as unknown as { zstdCompressSync?: SyncCoder, zstdDecompressSync?: SyncCoder }
+  return z.zstdCompressSync === undefined || z.zstdDecompressSync === undefined
+    ? null
+    : { compress: z.zstdCompressSync, decompress: z.zstdDecompressSync }
+})()
+
+/** The content codings @fastify/compress uses here: zstd only where node:zlib has it. */
+export const CODINGS: readonly string[] = zstd === null ? ['gzip', 'deflate', 'br'] : ['gzip', 'deflate', 'br', 'zstd']
+
 /** Undo the content coding a response declares. */
 export function decode (body: Buffer, encoding: string | string[] | number | undefined): Buffer {
   switch (encoding) {
@@ -40,8 +57,10 @@ export function decode (body: Buffer, encoding: string | string[] | number | und
     case 'gzip': return gunzipSync(body)
     case 'deflate': return inflateSync(body)
     case 'br': return brotliDecompressSync(body)
-    default: throw new Error(`unexpected content-encoding ${String(encoding)}`)
+    case 'zstd':
+      if (zstd !== null) return zstd.decompress(body)
   }
+  throw new Error(`unexpected content-encoding ${String(encoding)}`)
 }
 
 /** The pattern bytes i -> (i * 31) mod 251, as large as needed. */

@@ -18,7 +18,8 @@ const bad: Array<[string, unknown, RegExp]> = [
   ['trailers', { trailers: 1 }, /"trailers": expected a boolean, got number/],
   ['conditional', { conditional: null }, /"conditional": expected a boolean, got null/],
   ['legacyDigest', { legacyDigest: [] }, /"legacyDigest": expected a boolean, got an array/],
-  ['unencodedDigest without strict', { unencodedDigest: true }, /"unencodedDigest": only applies with strict: true/],
+  ['unencodedDigest not enabled', { unencodedDigest: 'md5' }, /"unencodedDigest": expected true, false, or algorithms among the enabled ones \(sha-256, sha-512\), got "md5"/],
+  ['unencodedDigest wrong type', { unencodedDigest: 'yes' }, /"unencodedDigest": .*got "yes"/],
   ['maxBufferSize negative', { maxBufferSize: -1 }, /"maxBufferSize": expected a non-negative integer/],
   ['maxBufferSize fractional', { maxBufferSize: 1.5 }, /"maxBufferSize"/],
   ['maxBufferSize string', { maxBufferSize: '1mb' }, /"maxBufferSize"/]
@@ -39,9 +40,9 @@ test('defaults and normalization', async (t) => {
     algorithms: ['sha-256', 'sha-512'],
     contentDigest: [],
     reprDigest: [],
+    unencodedDigest: [],
     verify: 'if-present',
     strict: false,
-    unencodedDigest: false,
     trailers: true,
     maxBufferSize: 1048576,
     liveTypes: new Set(['text/event-stream', 'application/x-ndjson', 'application/jsonl', 'application/json-seq', 'multipart/x-mixed-replace']),
@@ -63,6 +64,8 @@ test('defaults and normalization', async (t) => {
   })
   t.same(o.contentDigest, ['sha-512'], 'true means the first enabled algorithm')
   t.same(o.reprDigest, ['sha-512', 'crc32c'], 'server order, duplicates dropped')
+  t.same(o.unencodedDigest, ['sha-512'], 'unencodedDigest: true means the first enabled algorithm, in strict mode')
+  t.same(normalizeOptions({ unencodedDigest: ['sha-512', 'sha-256'] }).unencodedDigest, ['sha-256', 'sha-512'], 'unencodedDigest in the default mode, server order')
   t.same(normalizeOptions({ contentDigest: 'sha-512', reprDigest: false }).contentDigest, ['sha-512'])
   t.equal(normalizeOptions({ verify: 'required' }).verify, 'required')
   t.same(normalizeOptions({ liveTypes: [' Text/Event-Stream ', 'application/x-ndjson'] }).liveTypes, new Set(['text/event-stream', 'application/x-ndjson']), 'trimmed, lowercase')
@@ -170,18 +173,20 @@ test('the digest route option: object, false, or FST_DIGEST_INVALID_ROUTE_OPTION
   t.teardown(() => app.close())
   await app.register(digestFields)
   app.get('/off', { digest: false }, async () => 'hi')
-  app.get('/on', { digest: { contentDigest: 'sha-512', reprDigest: true } }, async () => 'hi')
+  app.get('/on', { digest: { contentDigest: 'sha-512', reprDigest: true, unencodedDigest: ['sha-512'] } }, async () => 'hi')
   app.route({ method: 'GET', url: '/plain', handler: async () => 'hi' })
   const cases: Array<[unknown, RegExp]> = [
     ['yes', /Invalid digest route option for GET \/bad1: digest: expected an object or false, got "yes"/],
     [true, /digest: expected an object or false, got boolean/],
     [null, /got null/],
     [['sha-256'], /got an array/],
-    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
+    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option \(route options: contentDigest, reprDigest, unencodedDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
     [{ verfy: 'required' }, /for GET \/bad\d+: verfy: unknown option; did you mean "verify"\?$/],
     [{ contentDigests: true }, /contentDigests: unknown option; did you mean "contentDigest"\?$/],
-    [{ algorithm: ['sha-256'] }, /algorithm: unknown option \(route options: contentDigest, reprDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
+    [{ algorithm: ['sha-256'] }, /algorithm: unknown option \(route options: contentDigest, reprDigest, unencodedDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
     [{ contentDigest: 'md5' }, /contentDigest: expected true, false, or algorithms among the enabled ones/],
+    [{ unencodedDigest: ['sha-256', 'crc32c'] }, /unencodedDigest: expected true, false, or algorithms among the enabled ones \(sha-256, sha-512\), got "crc32c"/],
+    [{ unencodedDigests: true }, /unencodedDigests: unknown option; did you mean "unencodedDigest"\?$/],
     [{ verify: 'maybe' }, /verify: expected/],
     [{ maxBufferSize: -5 }, /maxBufferSize: expected/],
     [{ conditional: 'no' }, /conditional: expected a boolean/]
@@ -198,8 +203,10 @@ test('the digest route option: object, false, or FST_DIGEST_INVALID_ROUTE_OPTION
   const on = await app.inject('/on')
   t.match(on.headers['content-digest'], /^sha-512=:/)
   t.match(on.headers['repr-digest'], /^sha-256=:/)
-  t.equal(on.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+  t.equal(on.headers['unencoded-digest'], on.headers['content-digest'], 'the route\'s Unencoded-Digest: sha-512 of the same uncoded bytes')
+  t.equal(on.headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
   const plain = await app.inject('/plain')
   t.equal(plain.headers['content-digest'], undefined, 'nothing unsolicited by default')
-  t.equal(plain.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+  t.equal(plain.headers['unencoded-digest'], undefined)
+  t.equal(plain.headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
 })

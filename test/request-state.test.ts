@@ -9,13 +9,13 @@ import { FST_DIGEST_MISSING } from '../lib/errors'
 const PHASES: readonly Phase[] = ['tapping', 'routed', 'validated', 'checked', 'answered']
 
 function at (phase: Phase): RequestState {
-  const state = createState(normalizeOptions(), [], null, [], null, 1024)
+  const state = createState(normalizeOptions(), [], null, '', [], null, 1024)
   state.phase = phase
   return state
 }
 
 test('a new state is tapping, with nothing held, waiting or judged', async (t) => {
-  const state = createState(normalizeOptions(), [], 'gzip', ['sha-256'], null, 1024)
+  const state = createState(normalizeOptions(), [], 'gzip', 'Repr-Digest', ['sha-256'], null, 1024)
   t.equal(state.phase, 'tapping')
   t.equal(state.heldEnd, null)
   t.equal(state.waitingReply, null)

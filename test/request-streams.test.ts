@@ -5,9 +5,17 @@ import { PassThrough, Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
-import { gzipSync } from 'node:zlib'
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
 import { LazyDigestStream } from '../lib/digest-stream'
-import { contentCoding, createContentDecoder, DecodingTap } from '../lib/request/content-decoding'
+import { contentCoding, createContentDecoders, DecodingTap, DECODABLE_CODINGS, MAX_CODINGS, type DecoderStages } from '../lib/request/content-decoding'
+import { zstd } from './helpers'
+
+/** The decoders of codings that are decoded here. */
+function decoders (coding: string): DecoderStages {
+  const stages = createContentDecoders(coding)
+  if (stages === null) throw new Error(`${coding} is not decoded here`)
+  return stages
+}
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest()
 const sink = () => new Writable({ write (_chunk, _encoding, callback) { callback() } })
@@ -68,8 +76,40 @@ test('contentCoding', async (t) => {
   t.equal(contentCoding('GZip'), 'gzip')
   t.equal(contentCoding('gzip, identity'), 'gzip')
   t.equal(contentCoding('gzip,br'), 'gzip, br')
-  t.equal(createContentDecoder('gzip, br'), null)
-  t.equal(createContentDecoder('zstd'), null)
+  t.equal(createContentDecoders('gzip, br')?.length, 2, 'stacked codings: one decoder each')
+  t.equal(createContentDecoders('gzip, compress'), null, 'a coding not decoded here')
+  t.equal(createContentDecoders(Array(MAX_CODINGS).fill('gzip').join(', '))?.length, MAX_CODINGS)
+  t.equal(createContentDecoders(Array(MAX_CODINGS + 1).fill('gzip').join(', ')), null, 'more codings than fetch and curl decode')
+  // zstd where node:zlib has it (Node.js >= 22.15, 23.8), not on Node.js 20.
+  t.equal(createContentDecoders('zstd')?.length, zstd === null ? undefined : 1)
+  t.same(DECODABLE_CODINGS, zstd === null ? ['gzip', 'x-gzip', 'deflate', 'br'] : ['gzip', 'x-gzip', 'deflate', 'br', 'zstd'])
+})
+
+test('DecodingTap: stacked codings decoded last applied first, every decoder capped', async (t) => {
+  const identity = Buffer.from('stacked codings, undone in reverse order\n'.repeat(500))
+  const stacked = brotliCompressSync(deflateSync(gzipSync(identity)))
+  const tap = new DecodingTap(decoders('gzip, deflate, br'), ['sha-256'], identity.length)
+  await decodeThrough(tap, stacked, 100)
+  t.equal(tap.failure, null)
+  t.same(tap.digests?.get('sha-256'), sha256(identity))
+
+  // The outer coding expands past the limit while the inner one (the last
+  // decoder) gives nothing: 5000 empty gzip members.
+  const empties = Buffer.concat(Array.from({ length: 5000 }, () => gzipSync('')))
+  const outer = new DecodingTap(decoders('gzip, br'), ['sha-256'], 10_000)
+  await decodeThrough(outer, brotliCompressSync(empties), 1000)
+  t.equal(outer.failure, 'too-large', 'the intermediate output is capped too')
+  t.equal(outer.digests, null)
+
+  const broken = new DecodingTap(decoders('gzip, br'), ['sha-256'], 1 << 20)
+  await decodeThrough(broken, brotliCompressSync(Buffer.from('not gzip inside')), 10)
+  t.equal(broken.failure, 'invalid', 'an inner decoder\'s error')
+
+  if (zstd !== null) {
+    const z = new DecodingTap(decoders('gzip, zstd'), ['sha-256'], identity.length)
+    await decodeThrough(z, zstd.compress(gzipSync(identity)), 100)
+    t.same(z.digests?.get('sha-256'), sha256(identity), 'zstd')
+  }
 })
 
 function decodeThrough (tap: DecodingTap, data: Buffer, chunkSize: number): Promise<void> {
@@ -92,7 +132,7 @@ test('DecodingTap hashes the decoded bytes, with backpressure', async (t) => {
   const identity = Buffer.alloc(2 * 1024 * 1024)
   for (let i = 0; i < identity.length; i++) identity[i] = (i * 131) % 253
   const coded = gzipSync(identity, { level: 1 })
-  const tap = new DecodingTap(createContentDecoder('gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], identity.length)
+  const tap = new DecodingTap(decoders('gzip'), ['sha-256'], identity.length)
   await decodeThrough(tap, coded, 256 * 1024)
   t.equal(tap.failure, null)
   t.same(tap.digests?.get('sha-256'), sha256(identity))
@@ -100,30 +140,30 @@ test('DecodingTap hashes the decoded bytes, with backpressure', async (t) => {
 
 test('DecodingTap: over the limit, or not decodable; the stream is never stalled', async (t) => {
   const bomb = gzipSync(Buffer.alloc(4 * 1024 * 1024))
-  const capped = new DecodingTap(createContentDecoder('x-gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024)
+  const capped = new DecodingTap(decoders('x-gzip'), ['sha-256'], 1024)
   await decodeThrough(capped, bomb, 1000)
   t.equal(capped.failure, 'too-large')
   t.equal(capped.digests, null)
 
   // A failure before the end: end() settles at once.
-  const early = new DecodingTap(createContentDecoder('gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 10)
+  const early = new DecodingTap(decoders('gzip'), ['sha-256'], 10)
   early.write(gzipSync(Buffer.alloc(100_000)), () => {})
   while (early.failure === null) await new Promise((resolve) => setImmediate(resolve))
   await new Promise<void>((resolve) => early.end(resolve))
   t.equal(early.failure, 'too-large')
 
-  const broken = new DecodingTap(createContentDecoder('br') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024)
+  const broken = new DecodingTap(decoders('br'), ['sha-256'], 1024)
   await decodeThrough(broken, Buffer.from('not brotli, not anything'), 4)
   t.equal(broken.failure, 'invalid')
 
-  const inflate = new DecodingTap(createContentDecoder('deflate') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024)
+  const inflate = new DecodingTap(decoders('deflate'), ['sha-256'], 1024)
   inflate.write(Buffer.from('garbage'), () => {})
   inflate.destroy()
   t.equal(inflate.failure, null, 'destroy drops it without a verdict')
 })
 
 test('DecodingTap: destroy answers a pending end, without a verdict', async (t) => {
-  const tap = new DecodingTap(createContentDecoder('gzip') as NonNullable<ReturnType<typeof createContentDecoder>>, ['sha-256'], 1024 * 1024)
+  const tap = new DecodingTap(decoders('gzip'), ['sha-256'], 1024 * 1024)
   tap.write(gzipSync('abc'), () => {})
   let ended = false
   tap.end(() => { ended = true })

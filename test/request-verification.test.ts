@@ -104,7 +104,7 @@ test('problem-types draft: invalid digest values (Figure 6), refused before read
   }
 })
 
-// Figures 1 and 2: md5 digests (Unencoded-Digest is not this plugin's field).
+// Figures 1 and 2: md5 digests, in the three fields this plugin checks.
 const MD5_REQUEST = {
   method: 'POST' as const,
   url: '/json',
@@ -129,10 +129,11 @@ test('problem-types draft: unsupported algorithms (Figure 2) under verify: requi
     type: 'https://iana.org/assignments/http-problem-types#digest-unsupported-algorithms',
     title: 'Unsupported Hashing Algorithms',
     status: 400,
-    detail: 'The Repr-Digest, Content-Digest field names no algorithm this server accepts',
+    detail: 'The Repr-Digest, Unencoded-Digest, Content-Digest field names no algorithm this server accepts',
     code: 'FST_DIGEST_UNSUPPORTED_ALGORITHM',
     unsupported_algorithms: [
       { algorithm: 'md5', header: 'Repr-Digest' },
+      { algorithm: 'md5', header: 'Unencoded-Digest' },
       { algorithm: 'md5', header: 'Content-Digest' }
     ]
   })
@@ -147,6 +148,7 @@ test('unsupported algorithms are ignored under verify: if-present, checked when 
     reason: 'no-digest',
     fields: [
       { field: 'Repr-Digest', ok: false, results: [{ algorithm: 'md5', outcome: 'unsupported' }] },
+      { field: 'Unencoded-Digest', ok: false, results: [{ algorithm: 'md5', outcome: 'unsupported' }] },
       { field: 'Content-Digest', ok: false, results: [{ algorithm: 'md5', outcome: 'unsupported' }] }
     ]
   })
@@ -155,7 +157,7 @@ test('unsupported algorithms are ignored under verify: if-present, checked when 
   const ok = await md5.inject(MD5_REQUEST)
   t.equal(ok.statusCode, 200)
   t.equal(ok.json().verification.verified, true)
-  t.same(ok.json().verification.fields.map((f: { ok: boolean }) => f.ok), [true, true])
+  t.same(ok.json().verification.fields.map((f: { ok: boolean }) => f.ok), [true, true, true])
 })
 
 test('an unknown algorithm next to a known one is ignored', async (t) => {

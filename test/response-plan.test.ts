@@ -5,6 +5,7 @@
 // test/architecture.test.ts's check of the whole core.
 import { test } from 'tap'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../types/index'
+import { computeDigest } from '../lib/algorithms'
 import { normalizeOptions, normalizeRouteOptions } from '../lib/options'
 import { planResponse, unsolicitedOf, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../lib/response/plan'
 
@@ -19,6 +20,7 @@ interface Expected {
   precondition?: DigestAlgorithm[] | null
   preconditionAlgorithm?: DigestAlgorithm
   reprNeeded?: DigestAlgorithm[]
+  identityNeeded?: DigestAlgorithm[]
   shared?: DigestAlgorithm[] | null
   transport?: Transport
   omitted?: 'live-stream' | null
@@ -145,12 +147,36 @@ const TABLE: Row[] = [
   { name: 'strict 206: the content is only the part', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, payload: { status: 206 }, expect: { partial: true, contentHashed: ['sha-256'], reprOfContent: false } },
   { name: 'default mode: the content hashed for Content-Digest only', request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { coded: [], contentHashed: ['sha-256'] } },
   {
-    name: 'strict with unencodedDigest: Unencoded-Digest of the identity, no shared value',
+    name: 'strict with unencodedDigest: Unencoded-Digest of the identity, one value while nothing codes the bytes',
     plugin: { ...STRICT, unencodedDigest: true },
-    expect: { strict: true, identity: true, fileIdentity: ['sha-256'], coded: ['sha-256'], unencoded: ['sha-256'], shared: null }
+    expect: { strict: true, identity: true, fileIdentity: ['sha-256'], coded: ['sha-256'], unencoded: ['sha-256'], identityNeeded: ['sha-256'], shared: ['sha-256'] }
   },
-  { name: 'unencodedDigest without Repr-Digest: no Unencoded-Digest', plugin: { strict: true, unencodedDigest: true, contentDigest: true }, expect: { repr: [], unencoded: [], shared: null } },
-  { name: 'unencodedDigest with a wanted Repr-Digest', plugin: { strict: true, unencodedDigest: true }, request: { wantReprDigest: 'sha-512=1' }, expect: { repr: ['sha-512'], unencoded: ['sha-512'] } },
+  { name: 'strict, unencodedDigest alone: sent alone', plugin: { strict: true, unencodedDigest: true }, expect: { content: [], repr: [], unencoded: ['sha-256'], identity: true, fileIdentity: ['sha-256'], coded: [], shared: ['sha-256'] } },
+  { name: 'strict, unencodedDigest with another Repr-Digest: the identity hashed for it only', plugin: { strict: true, reprDigest: 'sha-256', unencodedDigest: 'sha-512' }, expect: { repr: ['sha-256'], unencoded: ['sha-512'], identityNeeded: ['sha-512'], fileIdentity: ['sha-512'], coded: ['sha-256'], shared: null } },
+  { name: 'strict HEAD: the identity hashed for both', plugin: { strict: true, reprDigest: 'sha-256', unencodedDigest: 'sha-512' }, request: { method: 'HEAD' }, expect: { identityNeeded: ['sha-256', 'sha-512'] } },
+  { name: 'strict: Unencoded-Digest unixsum shares the (Byte Sequence) value', plugin: { strict: true, algorithms: ['unixsum'], reprDigest: true, unencodedDigest: true }, expect: { shared: ['unixsum'] } },
+  // Unencoded-Digest (draft-ietf-httpbis-unencoded-digest) in the default mode: the identity representation's digests.
+  { name: 'unencodedDigest alone', plugin: { unencodedDigest: true }, expect: { content: [], repr: [], unencoded: ['sha-256'], reprNeeded: [], identityNeeded: ['sha-256'], fileIdentity: ['sha-256'], identity: true, shared: ['sha-256'] } },
+  { name: 'Repr-Digest and Unencoded-Digest: one value', plugin: { reprDigest: true, unencodedDigest: true }, expect: { repr: ['sha-256'], unencoded: ['sha-256'], identityNeeded: ['sha-256'], shared: ['sha-256'] } },
+  { name: 'all three fields: one value', plugin: { ...BOTH, unencodedDigest: 'sha-256' }, expect: { shared: ['sha-256'] } },
+  { name: 'Unencoded-Digest with other algorithms: no shared value, both hashed over the identity', plugin: { reprDigest: 'sha-256', unencodedDigest: ['sha-256', 'sha-512'] }, expect: { unencoded: ['sha-256', 'sha-512'], identityNeeded: ['sha-256', 'sha-512'], shared: null } },
+  { name: 'Unencoded-Digest unixsum is written unlike Repr-Digest\'s: no shared value', plugin: { algorithms: ['unixsum'], reprDigest: true, unencodedDigest: true }, expect: { shared: null } },
+  { name: 'unencodedDigest on the route only', route: { unencodedDigest: 'sha-512' }, expect: { unencoded: ['sha-512'] } },
+  { name: 'unencodedDigest off on the route', plugin: { unencodedDigest: true }, route: { unencodedDigest: false }, expect: null },
+  { name: 'Want-Unencoded-Digest alone', request: { wantUnencodedDigest: 'sha-256=1, sha-512=4' }, expect: { content: [], repr: [], unencoded: ['sha-512'] } },
+  { name: 'Want-Unencoded-Digest replaces the unsolicited algorithm', plugin: { unencodedDigest: true }, request: { wantUnencodedDigest: 'sha-512=1' }, expect: { unencoded: ['sha-512'] } },
+  { name: 'Want-Unencoded-Digest weight 0: the unsolicited field falls back to another enabled algorithm', plugin: { unencodedDigest: true }, request: { wantUnencodedDigest: 'sha-256=0' }, expect: { unencoded: ['sha-512'] } },
+  { name: 'Want-Unencoded-Digest weight 0 for one of two: the other kept', plugin: { unencodedDigest: ['sha-256', 'sha-512'] }, request: { wantUnencodedDigest: 'sha-512=0' }, expect: { unencoded: ['sha-256'] } },
+  { name: 'Want-Unencoded-Digest refusing every algorithm: none', plugin: { unencodedDigest: true }, request: { wantUnencodedDigest: 'sha-256=0, sha-512=0' }, expect: null },
+  { name: 'Want-Unencoded-Digest weight 0, nothing unsolicited: none', request: { wantUnencodedDigest: 'sha-256=0' }, expect: null },
+  { name: 'Want-Unencoded-Digest steers no other field', plugin: BOTH, request: { wantUnencodedDigest: 'sha-512=9' }, expect: { content: ['sha-256'], repr: ['sha-256'], unencoded: ['sha-512'], shared: null } },
+  { name: 'the other fields\' Want-* steer no Unencoded-Digest', plugin: { unencodedDigest: true }, request: { wantContentDigest: 'sha-512=9', wantReprDigest: 'sha-512=9' }, expect: { content: ['sha-512'], repr: ['sha-512'], unencoded: ['sha-256'] } },
+  { name: 'Want-Unencoded-Digest unparseable: ignored', plugin: { unencodedDigest: true }, request: { wantUnencodedDigest: 'sha-256=11' }, expect: { unencoded: ['sha-256'] } },
+  { name: 'Want-Unencoded-Digest for an algorithm not enabled', request: { wantUnencodedDigest: 'md5=9' }, expect: null },
+  { name: 'HEAD with Unencoded-Digest: the identity hashed', plugin: { unencodedDigest: true }, request: { method: 'HEAD' }, expect: { head: true, identityNeeded: ['sha-256'] } },
+  { name: '204 with Unencoded-Digest: only a declared one', plugin: { unencodedDigest: true }, payload: { status: 204 }, expect: { transport: 'declared' } },
+  { name: 'a stream with Unencoded-Digest and TE: trailers', plugin: { unencodedDigest: true }, request: TE, payload: STREAM, expect: { transport: 'trailers' } },
+  { name: 'precondition with Unencoded-Digest: its algorithms hashed over the identity too', plugin: { unencodedDigest: 'sha-512' }, request: { reprDigest: `sha-256=:${B64}:` }, expect: { reprNeeded: ['sha-256'], identityNeeded: ['sha-256', 'sha-512'], shared: null } },
   { name: 'strict live stream without TE: omitted as in the default mode', plugin: STRICT, payload: LIVE, expect: { strict: true, transport: 'none', omitted: 'live-stream' } }
 ]
 
@@ -158,6 +184,7 @@ const FACTS: RequestFacts = {
   method: 'GET',
   wantContentDigest: undefined,
   wantReprDigest: undefined,
+  wantUnencodedDigest: undefined,
   reprDigest: undefined,
   te: undefined,
   httpVersion: '1.1'
@@ -172,6 +199,7 @@ function project (plan: ResponsePlan, expected: Expected): Expected {
     precondition: plan.precondition === null ? null : [...plan.precondition.keys()],
     preconditionAlgorithm: plan.preconditionAlgorithm,
     reprNeeded: [...plan.reprNeeded],
+    identityNeeded: [...plan.identityNeeded],
     shared: plan.shared === null ? null : [...plan.shared],
     transport: plan.transport,
     omitted: plan.omitted as 'live-stream' | null,
@@ -205,10 +233,15 @@ test('the response plan, row by row', async (t) => {
 })
 
 test('the usual response\'s fields, worked out once per route', async (t) => {
-  t.equal(unsolicitedOf(normalizeOptions({ strict: true, unencodedDigest: true, ...BOTH })), null, 'Unencoded-Digest: no shortcut')
+  t.equal(unsolicitedOf(normalizeOptions({ algorithms: ['unixsum'], reprDigest: true, unencodedDigest: true })), null, 'Unencoded-Digest written unlike Repr-Digest: no shortcut')
+  t.equal(unsolicitedOf(normalizeOptions({ reprDigest: 'sha-256', unencodedDigest: 'sha-512' })), null, 'Unencoded-Digest of other algorithms: no shortcut')
+  const all = unsolicitedOf(normalizeOptions({ ...BOTH, unencodedDigest: true }))
+  t.same(all && { content: all.content, repr: all.repr, unencoded: all.unencoded }, { content: true, repr: true, unencoded: true }, 'all three fields: one value')
+  const strictUnixsum = unsolicitedOf(normalizeOptions({ strict: true, algorithms: ['unixsum'], unencodedDigest: true }))
+  t.equal(strictUnixsum?.write?.('hello'), `unixsum=:${computeDigest('unixsum', 'hello').toString('base64')}:`, 'strict: a Byte Sequence, as Unencoded-Digest needs')
   t.equal(unsolicitedOf(normalizeOptions({ contentDigest: 'sha-256', reprDigest: 'sha-512' })), null, 'different sets: no shortcut')
   const none = unsolicitedOf(normalizeOptions({}))
-  t.same(none && { ...none }, { conditional: true, write: null, content: false, repr: false }, 'nothing unsolicited: only Vary')
+  t.same(none && { ...none }, { conditional: true, write: null, content: false, repr: false, unencoded: false }, 'nothing unsolicited: only Vary')
   const both = unsolicitedOf(normalizeRouteOptions(normalizeOptions(BOTH), { conditional: false }, 'GET', '/') as ReturnType<typeof normalizeOptions>)
   t.equal(both?.conditional, false)
   t.equal(both?.content, true)

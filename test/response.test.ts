@@ -14,7 +14,7 @@ test('exchange 1: Want-Content-Digest picks the highest weight only', async (t) 
   t.equal(res.statusCode, 200)
   t.equal(res.headers['content-digest'], sf(res.rawPayload, 'sha-512'))
   t.equal(res.headers['repr-digest'], undefined, 'Repr-Digest was neither wanted nor configured')
-  t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+  t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
 })
 
 test('exchange 2: unsolicited Content-Digest and Repr-Digest are equal when uncompressed', async (t) => {
@@ -189,10 +189,10 @@ test('Vary is appended to, never clobbered', async (t) => {
   app.get('/star', async (_req, reply) => reply.header('vary', '*').send('a'))
   app.get('/has', async (_req, reply) => reply.header('vary', 'want-repr-digest').send('a'))
   app.get('/empty', async (_req, reply) => reply.header('vary', '').send('a'))
-  t.equal((await app.inject('/accept')).headers.vary, 'Accept, Want-Content-Digest, Want-Repr-Digest')
+  t.equal((await app.inject('/accept')).headers.vary, 'Accept, Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
   t.equal((await app.inject('/star')).headers.vary, '*')
-  t.equal((await app.inject('/has')).headers.vary, 'want-repr-digest, Want-Content-Digest')
-  t.equal((await app.inject('/empty')).headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+  t.equal((await app.inject('/has')).headers.vary, 'want-repr-digest, Want-Content-Digest, Want-Unencoded-Digest')
+  t.equal((await app.inject('/empty')).headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
 })
 
 test('the usual response (fields written in one step) carries what the full stages write', async (t) => {
@@ -265,7 +265,7 @@ test('404 and error responses get digests of their own bodies (RFC 9530 B.10)', 
     t.ok(res.statusCode >= 400, url)
     t.equal(res.headers['content-digest'], sf(res.rawPayload), `${url} Content-Digest`)
     t.equal(res.headers['repr-digest'], sf(res.rawPayload, 'sha-512'), `${url} Repr-Digest`)
-    t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest', url)
+    t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest', url)
   }
 })
 
@@ -281,7 +281,7 @@ test('a custom 404 handler and routes declared before the plugin', async (t) => 
   t.equal(missing.headers['content-digest'], sf('nothing here'))
   const nothing = await app.inject({ url: '/nope', headers: { 'want-content-digest': 'sha-256=0, sha-512=0' } })
   t.equal(nothing.headers['content-digest'], undefined)
-  t.equal(nothing.headers.vary, 'Want-Content-Digest, Want-Repr-Digest')
+  t.equal(nothing.headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
 })
 
 test('reply.setReprDigest: declared digests are used instead of hashing', async (t) => {
@@ -352,7 +352,7 @@ test('odd header shapes', async (t) => {
   const app = await buildApp(t)
   app.get('/vary-array', async (_req, reply) => reply.header('vary', ['Accept', 'Origin']).send('a'))
   app.get('/', async () => 'a')
-  t.equal((await app.inject('/vary-array')).headers.vary, 'Accept, Origin, Want-Content-Digest, Want-Repr-Digest')
+  t.equal((await app.inject('/vary-array')).headers.vary, 'Accept, Origin, Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
   const empty = await app.inject({ url: '/', headers: { 'repr-digest': '' } })
   t.equal(empty.statusCode, 200, 'an empty Repr-Digest is no conditional')
 })

@@ -16,7 +16,7 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import digestFields = require('../lib/index')
-import { buildApp, sf, pattern, EMPTY_SHA256 } from './helpers'
+import { buildApp, decode, sf, pattern, CODINGS, EMPTY_SHA256 } from './helpers'
 import { loadedMajor } from './loaded-majors'
 
 const STATIC_MAJOR = loadedMajor('@fastify/static')
@@ -221,7 +221,7 @@ test('staticHeaders composed with setHeaders of your own', async (t) => {
   t.equal(res.headers['repr-digest'], sf(disk('a.txt')))
 })
 
-test('pre-compressed files: Content-Digest over the coded bytes; Repr-Digest over the original (default) or the coded file (strict)', async (t) => {
+test('pre-compressed files: Content-Digest over the coded bytes; Repr-Digest over the original (default) or the coded file (strict); Unencoded-Digest over the original', async (t) => {
   const original = Buffer.from('console.log("pre-compressed")\n'.repeat(200))
   const files = {
     'app.js': original,
@@ -230,9 +230,7 @@ test('pre-compressed files: Content-Digest over the coded bytes; Repr-Digest ove
     'lone.js.gz': gzipSync('only the coded file exists\n')
   }
   for (const strict of [false, true]) {
-    const digest: FastifyDigestFieldsOptions = strict
-      ? { strict, unencodedDigest: true, contentDigest: true, reprDigest: true }
-      : { contentDigest: true, reprDigest: true }
+    const digest: FastifyDigestFieldsOptions = { strict, unencodedDigest: true, contentDigest: true, reprDigest: true }
     const { app, disk } = await serve(t, files, { digest, static: { preCompressed: true } })
     const cases: Array<[string, string, Record<string, string>, string, number]> = [
       ['GET', '/app.js', { 'accept-encoding': 'br' }, 'app.js.br', 200],
@@ -258,12 +256,32 @@ test('pre-compressed files: Content-Digest over the coded bytes; Repr-Digest ove
         t.equal(all['content-digest'], sf(res.rawPayload), `${label}: Content-Digest of the coded bytes sent`)
       }
       t.equal(res.headers['repr-digest'], strict ? sf(coded) : sf(disk('app.js')), `${label}: Repr-Digest`)
-      t.equal(all['unencoded-digest'], strict ? sf(disk('app.js')) : undefined, `${label}: Unencoded-Digest`)
+      t.equal(all['unencoded-digest'], sf(disk('app.js')), `${label}: Unencoded-Digest, the original's in both modes`)
     }
     const lone = await app.inject({ url: '/lone.js', headers: { 'accept-encoding': 'gzip' } })
     t.equal(lone.headers['content-encoding'], 'gzip')
     t.equal(lone.headers['content-digest'], sf(lone.rawPayload))
     t.equal(lone.headers['repr-digest'], strict ? sf(disk('lone.js.gz')) : undefined, `strict=${strict}: no original on disk, no identity digest`)
+    t.equal(lone.headers['unencoded-digest'], undefined, `strict=${strict}: no original on disk, no Unencoded-Digest`)
+  }
+})
+
+test('Unencoded-Digest of a file: the whole file for 200, 206 and HEAD, with @fastify/compress\'s every coding, in both modes', async (t) => {
+  const text = Buffer.from('body { color: rgb(1, 2, 3) }\n'.repeat(400))
+  for (const strict of [false, true]) {
+    for (const order of ['compress-first', 'digest-first'] as const) {
+      const digest: FastifyDigestFieldsOptions = { strict, contentDigest: true, unencodedDigest: ['sha-256', 'sha-512'], maxBufferSize: 1000 }
+      const { app, disk } = await serve(t, { 'a.css': text }, { digest, compress: order })
+      const whole = `${sf(disk('a.css'))}, ${sf(disk('a.css'), 'sha-512')}`
+      for (const coding of [...CODINGS, 'identity']) {
+        for (const [method, extra] of [['GET', {}], ['GET', { te: 'trailers' }], ['GET', { range: 'bytes=10-99' }], ['GET', { range: 'bytes=10-99', te: 'trailers' }], ['HEAD', {}], ['HEAD', { range: 'bytes=0-9' }]] as const) {
+          const res = await app.inject({ method, url: '/a.css', headers: { 'accept-encoding': coding, ...extra } })
+          const label = `strict=${strict} ${order} ${coding} ${method} ${JSON.stringify(extra)}`
+          t.equal(res.headers['unencoded-digest'], whole, `${label}: a header, the whole file's`)
+          if (method === 'GET' && res.statusCode === 200) t.ok(decode(res.rawPayload, res.headers['content-encoding']).equals(text), label)
+        }
+      }
+    }
   }
 })
 

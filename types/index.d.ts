@@ -37,6 +37,14 @@ declare module 'fastify' {
      */
     setReprDigest (digests: fastifyDigestFields.DeclaredDigests): FastifyReply
     /**
+     * Declare known digests of the representation with no content coding
+     * (Unencoded-Digest, draft-ietf-httpbis-unencoded-digest), for a route
+     * that sends coded bytes of its own (its own Content-Encoding). Without
+     * a coding of the route's own, the digests of `setReprDigest()` are the
+     * unencoded ones too. Values as for `setReprDigest()`.
+     */
+    setUnencodedDigest (digests: fastifyDigestFields.DeclaredDigests): FastifyReply
+    /**
      * The digest fields this response was meant to carry but does not, and
      * why; `null` when none was left out. Set by the plugin's onSend hooks:
      * read it from `onResponse` (or an onSend hook added after the plugin's).
@@ -70,8 +78,12 @@ declare namespace fastifyDigestFields {
     verify?: VerifyPolicy
     /** Follow RFC 9530 to the letter (content coding is part of the representation). Default `false`. */
     strict?: boolean
-    /** Strict mode only: also send the pre-coding digest as `Unencoded-Digest`. Default `false`. */
-    unencodedDigest?: boolean
+    /**
+     * Send Unencoded-Digest (the digest of the representation with no content
+     * coding, draft-ietf-httpbis-unencoded-digest) without being asked, in
+     * either mode. Default `false`.
+     */
+    unencodedDigest?: UnsolicitedDigest
     /** Streamed bodies: send digests as trailers when the client allows them. Default `true`. */
     trailers?: boolean
     /** Streamed bodies: buffer up to this many bytes to send digests as headers. Default 1 MiB. */
@@ -114,7 +126,7 @@ declare namespace fastifyDigestFields {
   /** The options a route may override through its `digest` route option. */
   export type RouteDigestOptions = Pick<
     FastifyDigestFieldsOptions,
-    'contentDigest' | 'reprDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest'
+    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest'
   > & {
     /**
      * `true`: the route's streamed responses are live streams (never held
@@ -140,7 +152,7 @@ declare namespace fastifyDigestFields {
 
   export type DeclaredDigests = Partial<Record<DigestAlgorithm, Buffer | Uint8Array | number>>
 
-  export type DigestFieldName = 'Content-Digest' | 'Repr-Digest' | 'Digest'
+  export type DigestFieldName = 'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest' | 'Digest'
 
   export type AlgorithmOutcome = 'matched' | 'mismatched' | 'invalid-length' | 'unsupported'
 
@@ -209,8 +221,10 @@ declare namespace fastifyDigestFields {
   export function createDigester (algorithm: DigestAlgorithm): Digester
 
   /**
-   * Parse Content-Digest / Repr-Digest (a field as Node.js or fetch's
-   * `headers.get()` gives it; null when absent); throws FST_DIGEST_INVALID_FIELD when malformed.
+   * Parse Content-Digest / Repr-Digest / Unencoded-Digest (a field as Node.js or
+   * fetch's `headers.get()` gives it; null when absent; `field` names it:
+   * Unencoded-Digest values are Byte Sequences only); throws
+   * FST_DIGEST_INVALID_FIELD when malformed.
    */
   export function parseDigestField (value: string | readonly string[] | null | undefined, field?: string): DigestMap | null
   export function serializeDigestField (digests: Iterable<readonly [DigestAlgorithm, Buffer]>, options?: SerializeOptions): string

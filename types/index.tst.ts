@@ -54,6 +54,10 @@ test('plugin options', () => {
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: true })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileSidecars: 'sha256' })
   app.register(digestFields, { contentDigest: 'sha-512', verify: false })
+  app.register(digestFields, { unencodedDigest: 'sha-512' })
+  app.register(digestFields, { reprDigest: true, unencodedDigest: ['sha-256', 'sha-512'] })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { unencodedDigest: 'md4' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { unencodedDigest: 1 })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: ['md4'] })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: 'sha-256' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { contentDigest: 'SHA-256' })
@@ -72,6 +76,9 @@ test('the digest route option', () => {
   app.route({ method: 'GET', url: '/d', digest: { reprDigest: true, conditional: false }, handler })
   app.route({ method: 'GET', url: '/e', digest: false, handler })
   app.get('/f', { digest: { live: true } }, handler)
+  app.get('/g', { digest: { unencodedDigest: 'sha-256' } }, handler)
+  app.get('/h', { digest: { unencodedDigest: false } }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { unencodedDigest: 'SHA-256' } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { live: 'yes' } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { liveTypes: ['text/plain'] } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: 'yes' }, handler)
@@ -89,6 +96,8 @@ test('decorators', () => {
     expect(request.digestVerification).type.toBe<DigestVerification | null>()
     expect(reply.setReprDigest({ 'sha-256': Buffer.alloc(32), unixsum: 6405 })).type.toBe<typeof reply>()
     expect(reply.setReprDigest).type.not.toBeCallableWith({ md4: Buffer.alloc(16) })
+    expect(reply.setUnencodedDigest({ 'sha-512': Buffer.alloc(64) })).type.toBe<typeof reply>()
+    expect(reply.setUnencodedDigest).type.not.toBeCallableWith({ md4: Buffer.alloc(16) })
     return 'ok'
   })
   app.addHook('onResponse', async (_request, reply) => {
@@ -103,6 +112,7 @@ test('helpers', () => {
   expect(computeDigest).type.not.toBeCallableWith('md4', 'x')
   expect(createDigester('crc32c').update(Buffer.alloc(1)).digest()).type.toBe<Buffer>()
   expect(parseDigestField('sha-256=:AAAA:')).type.toBe<Map<string, Buffer> | null>()
+  expect(parseDigestField('sha-256=:AAAA:', 'Unencoded-Digest')).type.toBe<Map<string, Buffer> | null>()
   expect(parseWantField(['sha-256=1'])).type.toBe<Map<string, number> | null>()
   // A field as fetch's Headers gives it: a string or null.
   expect(parseDigestField(new Headers().get('repr-digest'))).type.toBe<Map<string, Buffer> | null>()

@@ -14,14 +14,29 @@ export interface ClaimPolicy {
   readonly algorithms: readonly DigestAlgorithm[]
   /** Whether the RFC 3230 Digest field is read too. */
   readonly legacyDigest: boolean
+  /** Strict mode: Repr-Digest is of the content as received, coding included (RFC 9530 §3). */
+  readonly strict: boolean
 }
 
 /** A digest claim about the request content: one field, header or trailer. */
 export interface Claim {
   field: DigestFieldName
   received: DigestMap
-  /** Checked over the decoded content (default-mode Repr-Digest with a content coding). */
+  /**
+   * Checked over the decoded content: Unencoded-Digest of a request with a
+   * content coding (draft-ietf-httpbis-unencoded-digest §5), and Repr-Digest
+   * too in the default mode.
+   */
   decoded: boolean
+}
+
+/**
+ * Whether `field` is checked over the decoded content of a request whose
+ * content codings are `coding` (contentCoding()'s value, null for none).
+ */
+function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
+  if (coding === null) return false
+  return field === 'Unencoded-Digest' || (field === 'Repr-Digest' && !policy.strict)
 }
 
 /**
@@ -40,17 +55,22 @@ export function parsesNothing (headers: IncomingHttpHeaders): boolean {
   return headers['content-type'] === undefined && !hasContent(headers)
 }
 
-/** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
+/**
+ * The digest fields of a header or trailer section of a request whose
+ * content codings are `coding`. Throws FST_DIGEST_INVALID_FIELD.
+ */
 export function readClaims (
   section: Record<string, string | string[] | undefined>,
   policy: ClaimPolicy,
-  decodeRepr: boolean
+  coding: string | null
 ): Claim[] {
   // Reported in this order (the problem-types draft's examples list
   // Repr-Digest first).
   const claims: Claim[] = []
   const repr = parseDigestField(section['repr-digest'], 'Repr-Digest')
-  if (repr !== null) claims.push({ field: 'Repr-Digest', received: repr, decoded: decodeRepr })
+  if (repr !== null) claims.push({ field: 'Repr-Digest', received: repr, decoded: isDecoded('Repr-Digest', coding, policy) })
+  const unencoded = parseDigestField(section['unencoded-digest'], 'Unencoded-Digest')
+  if (unencoded !== null) claims.push({ field: 'Unencoded-Digest', received: unencoded, decoded: isDecoded('Unencoded-Digest', coding, policy) })
   const content = parseDigestField(section['content-digest'], 'Content-Digest')
   if (content !== null) claims.push({ field: 'Content-Digest', received: content, decoded: false })
   if (policy.legacyDigest) {
@@ -64,6 +84,7 @@ export function readClaims (
 const TRAILER_FIELDS: ReadonlyMap<string, DigestFieldName> = new Map([
   ['content-digest', 'Content-Digest'],
   ['repr-digest', 'Repr-Digest'],
+  ['unencoded-digest', 'Unencoded-Digest'],
   ['digest', 'Digest']
 ])
 
@@ -83,7 +104,8 @@ export function announcedTrailers (value: string | undefined, policy: ClaimPolic
  * to `decoded` those to hash over the decoded content: the enabled ones the
  * claims name (recipients ignore the others, RFC 9530 §2, §3), and every
  * enabled one for an announced trailer, whose algorithms are only known at
- * the end. `decodeRepr`: a Repr-Digest is of the decoded content.
+ * the end. Returns the fields checked over the decoded content, for the
+ * errors that say why it could not be (e.g. `Repr-Digest, Unencoded-Digest`).
  */
 export function collectAlgorithms (
   received: Set<DigestAlgorithm>,
@@ -91,15 +113,19 @@ export function collectAlgorithms (
   claims: readonly Claim[],
   announced: ReadonlySet<DigestFieldName>,
   policy: ClaimPolicy,
-  decodeRepr: boolean
-): void {
+  coding: string | null
+): string {
+  const decodedFields = new Set<string>()
   for (const claim of claims) {
+    if (claim.decoded) decodedFields.add(claim.field)
     for (const algorithm of usableAlgorithms(claim.received, policy.algorithms)) {
       (claim.decoded ? decoded : received).add(algorithm)
     }
   }
   for (const field of announced) {
-    const target = field === 'Repr-Digest' && decodeRepr ? decoded : received
-    for (const algorithm of policy.algorithms) target.add(algorithm)
+    const fromDecoded = isDecoded(field, coding, policy)
+    if (fromDecoded) decodedFields.add(field)
+    for (const algorithm of policy.algorithms) (fromDecoded ? decoded : received).add(algorithm)
   }
+  return [...decodedFields].join(', ')
 }

@@ -20,7 +20,7 @@ type Release = (err?: Error | null) => void
 /** The digests of the decoded content, or why there are none. */
 function decodedResults (state: RequestState): DigestResults | Failure {
   const { side, tail, params } = state
-  const field = 'Repr-Digest'
+  const field = state.decodedFields
   if (side !== null) {
     if (side.failure === 'too-large') {
       return blankFailure(params, new FST_DIGEST_CONTENT_TOO_LARGE(field, String(state.limit)))
@@ -41,7 +41,7 @@ function decodedResults (state: RequestState): DigestResults | Failure {
 function readTrailerClaims (request: FastifyRequest, state: RequestState): Claim[] {
   const trailers = request.raw.trailers as Record<string, string> | undefined
   if (trailers === undefined) return []
-  return readClaims(trailers, state.params, state.coding !== null)
+  return readClaims(trailers, state.params, state.coding)
 }
 
 /** The failure of the whole body, or null; sets request.digestVerification. */
@@ -124,12 +124,13 @@ export function sourceEnded (request: FastifyRequest, state: RequestState, relea
 }
 
 /**
- * The 415 of a default-mode Repr-Digest whose content coding nothing
- * decodes for the route: it cannot be checked. Names the codings that can
- * be decoded here (RFC 9110 §15.5.16).
+ * The 415 of digests of the decoded content (a default-mode Repr-Digest, an
+ * Unencoded-Digest) whose content codings nothing decodes for the route:
+ * they cannot be checked. Names the codings that can be decoded here (RFC
+ * 9110 §15.5.16).
  */
 export function undecodableFailure (state: RequestState): Failure {
-  const error = new FST_DIGEST_UNSUPPORTED_ENCODING('Repr-Digest', state.coding)
+  const error = new FST_DIGEST_UNSUPPORTED_ENCODING(state.decodedFields, state.coding)
   return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
 }
 
@@ -198,7 +199,7 @@ export function onTailClose (request: FastifyRequest, state: RequestState): () =
     setVerification(request, { verified: false, reason: 'failed', fields: [] })
     const waiting = conclude(state, null)
     if (waiting === null) return
-    state.failure = blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING('Repr-Digest', state.coding))
+    state.failure = blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))
     waiting()
   }
 }

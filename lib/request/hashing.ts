@@ -14,7 +14,7 @@ import type { DigestParams } from '../options'
 import { kRequestState } from '../symbols'
 import { sendProblem, type HookDone } from './answers'
 import { announcedTrailers, BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from './claims'
-import { contentCoding, createContentDecoder, DecodingTap } from './content-decoding'
+import { contentCoding, createContentDecoders, DecodingTap } from './content-decoding'
 import { setVerification } from './digest-verification'
 import { onSourceEnd, onTailClose, onTailEnd, releaseHeldEnd, undecodableFailure } from './final-check'
 import { blankFailure, check, judge, NO_DIGESTS, type DigestError } from './judgement'
@@ -36,10 +36,10 @@ export function tapRequest (request: FastifyRequest, reply: FastifyReply, done: 
     return
   }
   const headers = request.headers
-  const coding = params.strict ? null : contentCoding(headers['content-encoding'])
+  const coding = contentCoding(headers['content-encoding'])
   let claims: Claim[]
   try {
-    claims = readClaims(headers, params, coding !== null)
+    claims = readClaims(headers, params, coding)
   } catch (err) {
     sendProblem(reply, blankFailure(params, err as DigestError))
     return
@@ -55,7 +55,7 @@ export function tapRequest (request: FastifyRequest, reply: FastifyReply, done: 
 
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
-  collectAlgorithms(received, decoded, claims, announcedTrailers(headers.trailer, params), params, coding !== null)
+  const decodedFields = collectAlgorithms(received, decoded, claims, announcedTrailers(headers.trailer, params), params, coding)
 
   if (received.size === 0 && decoded.size === 0) {
     const required = params.verify === 'required'
@@ -83,10 +83,10 @@ export function tapRequest (request: FastifyRequest, reply: FastifyReply, done: 
     // Decode on the side from the first byte on; the route's last
     // preParsing hook drops this when @fastify/compress turns out to decode
     // the content itself.
-    const decoder = createContentDecoder(coding as string)
-    if (decoder !== null) side = new DecodingTap(decoder, decoded, limit)
+    const decoders = createContentDecoders(coding as string)
+    if (decoders !== null) side = new DecodingTap(decoders, decoded, limit)
   }
-  const state = createState(params, claims, coding, [...decoded], side, limit)
+  const state = createState(params, claims, coding, decodedFields, [...decoded], side, limit)
   request[kRequestState] = state
   setVerification(request, { verified: false, reason: 'unread', fields: [] })
   state.tap = new SourceTap(request.raw, received, side, onSourceEnd(request, state))
@@ -114,8 +114,9 @@ export function placeTail (request: FastifyRequest, reply: FastifyReply, payload
       state.tap.untapSide()
       state.side = null
     } else if (state.side === null) {
-      // Nothing decodes this coding for the route, so its Repr-Digest cannot
-      // be checked: 415, naming the codings we can decode (RFC 9110 §15.5.16).
+      // Nothing decodes these codings for the route, so the digests of the
+      // decoded content cannot be checked: 415, naming the codings we can
+      // decode (RFC 9110 §15.5.16).
       state.tap.stop()
       advance(state, 'answered')
       sendProblem(reply, undecodableFailure(state))

@@ -46,12 +46,12 @@ export const NO_DIGESTS: DigestResults = new Map()
 
 const wantCache = new WeakMap<JudgePolicy, Record<string, string>>()
 
-/** Want-Content-Digest / Want-Repr-Digest advertising the route's algorithms. */
+/** Want-Content-Digest / Want-Repr-Digest / Want-Unencoded-Digest advertising the route's algorithms. */
 function wantHeaders (policy: JudgePolicy): Record<string, string> {
   let headers = wantCache.get(policy)
   if (headers === undefined) {
     const value = wantAdvertisement(policy.algorithms)
-    headers = { 'want-content-digest': value, 'want-repr-digest': value }
+    headers = { 'want-content-digest': value, 'want-repr-digest': value, 'want-unencoded-digest': value }
     wantCache.set(policy, headers)
   }
   return headers

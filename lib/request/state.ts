@@ -49,8 +49,10 @@ export interface RequestState {
   phase: Phase
   params: DigestParams
   claims: Claim[]
-  /** The request's content coding (null: none), when Repr-Digest is checked decoded. */
+  /** The request's content codings as contentCoding() gives them (null: none). */
   coding: string | null
+  /** The fields checked over the decoded content, for error messages. */
+  decodedFields: string
   decodedAlgorithms: DigestAlgorithm[]
   /** Hashes the bytes as received, at request.raw. */
   tap: SourceTap
@@ -74,6 +76,7 @@ export function createState (
   params: DigestParams,
   claims: Claim[],
   coding: string | null,
+  decodedFields: string,
   decodedAlgorithms: DigestAlgorithm[],
   side: DecodingTap | null,
   limit: number
@@ -83,6 +86,7 @@ export function createState (
     params,
     claims,
     coding,
+    decodedFields,
     decodedAlgorithms,
     tap: null as unknown as SourceTap,
     tail: null,

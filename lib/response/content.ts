@@ -15,8 +15,8 @@ import { digestFieldOf } from '../fields'
 import { getDeclared } from '../declared'
 import { hashFile, type ByteRange } from './file-cache'
 import type { FileResponse } from './files'
-import { NONE, union, type ResponsePlan } from './plan'
-import { declareTrailer, decidePrecondition, emitFields, reprDigests, setField, wholeOf, writeShared } from './emit'
+import { union, type ResponsePlan } from './plan'
+import { declareTrailer, decidePrecondition, emitFields, reprDigests, setField, unencodedDigests, wholeOf, writeShared } from './emit'
 import { commaSeparatedTrailer } from './trailer-field'
 import type { Payload, ResponseState } from './state'
 
@@ -32,7 +32,7 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
   if (plan.head) {
     content = digestAll(plan.content, NO_BYTES)
     if (identity === null && state.reprPayload !== null) {
-      identity = digestAll(plan.reprNeeded, state.reprPayload)
+      identity = digestAll(plan.identityNeeded, state.reprPayload)
       state.reprBytes = Buffer.byteLength(state.reprPayload)
     }
     // A HEAD whose Content-Length disagrees with what was hashed stands for
@@ -42,23 +42,24 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
   } else {
     const bytes = (payload ?? '') as string | Buffer
     const unchanged = bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding
-    if (unchanged && !partial && plan.shared !== null && getDeclared(reply) === null) {
-      // The usual response: the bytes sent are the representation and the
-      // digests are only sent, so both fields are one value, hashed and
-      // serialized in one step.
-      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0)
+    const unencoded = plan.unencoded.length > 0
+    if (unchanged && !partial && plan.shared !== null && getDeclared(reply) === null && (!unencoded || state.identityUncoded)) {
+      // The usual response: the bytes sent are the uncoded representation
+      // and the digests are only sent, so every field is one value, hashed
+      // and serialized in one step.
+      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0, unencoded)
       return payload
     }
     if (unchanged) {
       // Nothing changed the bytes, or a hook after the representation stage
       // replaced them without a content coding (a route-level onSend hook of
       // the application's): the representation is what is sent, and one
-      // pass serves both fields.
-      content = digestAll(union(plan.content, partial ? NONE : plan.reprNeeded), bytes)
+      // pass serves every field.
+      content = digestAll(partial ? plan.content : union(union(plan.content, plan.reprNeeded), plan.identityNeeded), bytes)
       identity = partial ? null : content
     } else {
       content = digestAll(plan.contentHashed, bytes)
-      if (!partial && state.reprPayload !== null && plan.mode.identity) identity = digestAll(plan.reprNeeded, state.reprPayload)
+      if (!partial && state.reprPayload !== null && plan.mode.identity) identity = digestAll(plan.identityNeeded, state.reprPayload)
     }
   }
   return emitFields(reply, payload, state, content, identity)
@@ -155,7 +156,7 @@ export async function streamedContent (
     if (state.file !== null) return state.repr
     if (partial) return null
     if (state.reprStream !== null) return state.reprStream.digests
-    return digestAll(plan.reprNeeded, state.reprPayload as string | Buffer)
+    return digestAll(plan.identityNeeded, state.reprPayload as string | Buffer)
   }
 
   // As planned; a file's stream, too, once its precondition was decided
@@ -172,7 +173,12 @@ export async function streamedContent (
       declareTrailer(reply, 'repr-digest', plan.repr, strict, (r) =>
         reprDigests(r, plan.reprOfContent ? hasher.digests : identityOf(), plan.repr))
     }
-    declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => reprDigests(r, identityOf(), plan.unencoded))
+    if (state.file !== null) {
+      // So is a file's Unencoded-Digest (its identity file's).
+      setField(reply, 'unencoded-digest', unencodedDigests(reply, state, state.repr), plan.unencoded, true)
+    } else {
+      declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()))
+    }
     commaSeparatedTrailer(reply.raw)
     return hasher
   }

@@ -1,20 +1,21 @@
 // Writing the digest fields on the reply: as headers, as trailers
-// (RFC 9530 §2, §3: both fields may be trailers), or a 406 instead; and Vary.
+// (RFC 9530 §2, §3 and draft-ietf-httpbis-unencoded-digest §3: every field
+// may be a trailer), or a 406 instead; and Vary.
 import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../types/index'
 import type { DigestResults } from '../digest-stream'
 import { digestFieldOf, serializeSelected } from '../fields'
-import { getDeclared } from '../declared'
+import { getDeclared, getDeclaredUnencoded } from '../declared'
 import { PROBLEM_CONTENT_TYPE } from '../request/problem'
 import { sameList } from './plan'
 import { STALE_PROBLEM, preconditionFails } from './precondition'
 import type { ResponseState, Payload } from './state'
 
-const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest']
+const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_VALUE = VARY_TOKENS.join(', ')
 const TRAILERS = ['content-digest', 'repr-digest', 'unencoded-digest']
 
-/** Add the Want-* fields to Vary: either one can change which digests a response carries (RFC 9110 §12.5.5). */
+/** Add the Want-* fields to Vary: each one can change which digests a response carries (RFC 9110 §12.5.5). */
 export function addVary (reply: FastifyReply): void {
   const current = reply.getHeader('vary')
   if (current === undefined) {
@@ -28,10 +29,11 @@ export function addVary (reply: FastifyReply): void {
   if (missing.length > 0) reply.header('vary', value === '' ? missing.join(', ') : `${value}, ${missing.join(', ')}`)
 }
 
-/** Content-Digest and Repr-Digest as one `value`: the bytes sent are the representation. */
-export function writeShared (reply: FastifyReply, value: string, content: boolean, repr: boolean): void {
+/** Content-Digest, Repr-Digest and Unencoded-Digest as one `value`: the bytes sent are the uncoded representation. */
+export function writeShared (reply: FastifyReply, value: string, content: boolean, repr: boolean, unencoded: boolean): void {
   if (content) reply.header('content-digest', value)
   if (repr) reply.header('repr-digest', value)
+  if (unencoded) reply.header('unencoded-digest', value)
 }
 
 /** Set field `name` to the digests of `algs` found in `digests`, if any. */
@@ -47,6 +49,28 @@ export function reprDigests (
   reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
 ): DigestResults | null {
   const declared = getDeclared(reply)
+  if (declared === null) return computed
+  const out: DigestResults = new Map(computed ?? [])
+  for (const a of algs) {
+    const v = declared.get(a)
+    if (v !== undefined) out.set(a, v)
+  }
+  return out
+}
+
+/**
+ * Unencoded-Digest's digests for the plan's algorithms: those declared with
+ * setUnencodedDigest() first; then, when the representation stage saw no
+ * content coding of the route's own, those declared with setReprDigest()
+ * and `identity` (the uncoded representation's). Null when none is known:
+ * the plugin never decodes a route's own coded bytes to hash them.
+ */
+export function unencodedDigests (
+  reply: FastifyReply, state: ResponseState, identity: DigestResults | null
+): DigestResults | null {
+  const algs = state.plan.unencoded
+  const computed = state.identityUncoded ? reprDigests(reply, identity, algs) : null
+  const declared = getDeclaredUnencoded(reply)
   if (declared === null) return computed
   const out: DigestResults = new Map(computed ?? [])
   for (const a of algs) {
@@ -109,8 +133,9 @@ export function decidePrecondition (reply: FastifyReply, state: ResponseState, r
 
 /**
  * Set the digest fields as headers, or answer 406. `identity` holds digests
- * of the representation before content coding; in strict mode a full
- * response's representation is its (coded) content.
+ * of the representation before content coding (Unencoded-Digest's, and
+ * the default mode's Repr-Digest); in strict mode a full response's
+ * representation is its (coded) content.
  */
 export function emitFields (
   reply: FastifyReply, payload: Payload, state: ResponseState,
@@ -128,8 +153,8 @@ export function emitFields (
     ? contentValue
     : serializeSelected(repr, plan.repr, strict)
   if (reprValue !== null) reply.header('repr-digest', reprValue)
-  // Unencoded-Digest is always serialized as a byte sequence (strict mode only).
-  if (plan.unencoded.length > 0) setField(reply, 'unencoded-digest', reprDigests(reply, identity, plan.unencoded), plan.unencoded, true)
+  // Unencoded-Digest values are always Byte Sequences (draft-ietf-httpbis-unencoded-digest §3).
+  if (plan.unencoded.length > 0) setField(reply, 'unencoded-digest', unencodedDigests(reply, state, identity), plan.unencoded, true)
   return payload
 }
 

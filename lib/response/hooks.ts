@@ -25,10 +25,10 @@ import { kResponseState } from '../symbols'
 import { FileDigestCache } from './file-cache'
 import { kStaticFile } from './files'
 import { OmissionLog, missingFields } from './omissions'
-import { noContentStatus, planFields, unsolicitedOf, type FieldPlan, type RequestFacts, type Unsolicited } from './plan'
+import { noContentStatus, planFields, uncoded, unsolicitedOf, type FieldPlan, type RequestFacts, type Unsolicited } from './plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
-import { addVary, dropTrailers, setField, writeShared } from './emit'
+import { addVary, dropTrailers, setField, unencodedDigests, writeShared } from './emit'
 import type { Payload, ResponseContext, ResponseState } from './state'
 
 type Done = (err: Error | null, payload?: Payload) => void
@@ -52,6 +52,7 @@ function requestFacts (request: FastifyRequest): RequestFacts {
     method: request.method,
     wantContentDigest: headers['want-content-digest'],
     wantReprDigest: headers['want-repr-digest'],
+    wantUnencodedDigest: headers['want-unencoded-digest'],
     reprDigest: headers['repr-digest'],
     te: headers.te,
     httpVersion: request.raw.httpVersion
@@ -75,11 +76,14 @@ function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: P
   if (
     method === 'HEAD' || status === 206 || noContentStatus(status) ||
     headers['want-content-digest'] !== undefined || headers['want-repr-digest'] !== undefined ||
+    headers['want-unencoded-digest'] !== undefined ||
     (usual.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
-    getDeclared(reply) !== null || stateOf(request) !== kNothing
+    getDeclared(reply) !== null || stateOf(request) !== kNothing ||
+    // Coded bytes of the route's own are not the unencoded representation.
+    (usual.unencoded && !uncoded(reply.getHeader('content-encoding')))
   ) return false
   addVary(reply)
-  if (usual.write !== null) writeShared(reply, usual.write(payload), usual.content, usual.repr)
+  if (usual.write !== null) writeShared(reply, usual.write(payload), usual.content, usual.repr, usual.unencoded)
   return true
 }
 
@@ -103,8 +107,9 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   }
   const { plan } = state
   if (plan.transport === 'declared') {
-    // No content: no Content-Digest; Repr-Digest only when the route declared it.
+    // No content: no Content-Digest; Repr-Digest and Unencoded-Digest only when the route declared them.
     setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
+    setField(reply, 'unencoded-digest', unencodedDigests(reply, state, null), plan.unencoded, true)
     done(null, payload)
     return
   }

@@ -1,5 +1,5 @@
 // What a response carries, decided in one place (docs/design.md, "Two
-// digests per response", "Default mode and strict mode", "Negotiation",
+// digests per response", "Default mode and strict mode", "Unencoded-Digest", "Negotiation",
 // "The 406 rule", "HEAD and 206", "Streams and trailers", "Live streams").
 //
 // Pure: facts in, a plan out; no fastify, no I/O. The hooks gather the facts
@@ -11,9 +11,9 @@
 //
 // Strict mode versus the default mode is decided here and nowhere else: the
 // rest reads the plan (`mode`, `contentHashed`, `reprOfContent`).
-import type { DigestAlgorithm, DigestOmission } from '../../types/index'
+import type { DigestAlgorithm, DigestOmission, WantMap } from '../../types/index'
 import type { DigestParams } from '../digest-params'
-import { fieldWriter, parseWantField, type FieldWriter } from '../fields'
+import { fieldWriter, parseWantField, writtenAlike, type FieldWriter } from '../fields'
 import { selectAlgorithms } from '../negotiation'
 import { preconditionAlgorithm, preconditionOf, type Precondition } from './precondition'
 
@@ -50,15 +50,46 @@ export function oneValue (contentAlgs: readonly DigestAlgorithm[], reprAlgs: rea
 }
 
 /**
- * The algorithms of the one value Content-Digest and Repr-Digest carry when
- * a full response's unchanged bytes are only sent (nothing compares them, no
- * Unencoded-Digest, the two fields ask for the same set or one for none),
- * else null.
+ * The algorithms of the one value Content-Digest, Repr-Digest and
+ * Unencoded-Digest carry when a full response's unchanged, uncoded bytes are
+ * only sent (nothing compares them, the fields ask for the same set or none),
+ * else null. Unencoded-Digest is always written as Byte Sequences, so it
+ * shares the value only when the fields are written alike.
  */
 function sharedAlgorithms (
-  content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: boolean
+  content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
 ): readonly DigestAlgorithm[] | null {
-  return unencoded ? null : oneValue(content, repr)
+  const algs = oneValue(content, repr)
+  if (algs === null || unencoded.length === 0) return algs
+  const all = oneValue(algs, unencoded)
+  return all !== null && (strict || writtenAlike(all)) ? all : null
+}
+
+/**
+ * Whether a Content-Encoding value applies no content coding (absent, or
+ * only `identity`, RFC 9110 §8.4.1): the bytes are then the unencoded
+ * representation.
+ */
+export function uncoded (encoding: unknown): boolean {
+  if (encoding === undefined) return true
+  // Several field lines (an array) read as one list: String() joins them with commas.
+  for (const coding of String(encoding).split(',')) {
+    const name = coding.trim().toLowerCase()
+    if (name !== '' && name !== 'identity') return false
+  }
+  return true
+}
+
+/**
+ * Unencoded-Digest's algorithms. Only Want-Unencoded-Digest counts (RFC 9530
+ * §4, which the draft's §4 applies): its highest-weighted candidate, else the
+ * unsolicited algorithms it did not refuse (weight 0), else, when it refused
+ * every one of them, the first enabled algorithm it did not refuse.
+ */
+function unencodedAlgorithms (want: WantMap | null, params: DigestParams): readonly DigestAlgorithm[] {
+  return want === null
+    ? params.unencodedDigest
+    : selectAlgorithms({ algorithms: params.algorithms, want, unsolicited: params.unencodedDigest })
 }
 
 /** A status whose response has no content (RFC 9110 §15.2, §15.3.5, §15.4.5). */
@@ -71,6 +102,7 @@ export interface RequestFacts {
   readonly method: string
   readonly wantContentDigest: string | string[] | undefined
   readonly wantReprDigest: string | string[] | undefined
+  readonly wantUnencodedDigest: string | string[] | undefined
   /** The request's Repr-Digest: on a GET or HEAD, a precondition (the 406 rule). */
   readonly reprDigest: string | string[] | undefined
   readonly te: string | string[] | undefined
@@ -86,8 +118,8 @@ export interface Mode {
   readonly strict: boolean
   /**
    * Whether a full response's identity representation (before content
-   * coding) is hashed, for Repr-Digest's and the precondition's algorithms:
-   * it is the Repr-Digest in the default mode, only the Unencoded-Digest in
+   * coding) is hashed (`identityNeeded`): it is the Repr-Digest and the
+   * Unencoded-Digest in the default mode, only the Unencoded-Digest in
    * strict mode.
    */
   readonly identity: boolean
@@ -103,7 +135,7 @@ export interface FieldPlan {
   readonly content: readonly DigestAlgorithm[]
   /** Repr-Digest's algorithms (empty: no field). */
   readonly repr: readonly DigestAlgorithm[]
-  /** Unencoded-Digest's algorithms: Repr-Digest's, when the option is on (strict mode only). */
+  /** Unencoded-Digest's algorithms (empty: no field). */
   readonly unencoded: readonly DigestAlgorithm[]
   /** The precondition to evaluate (the 406 rule), enabled members only. */
   readonly precondition: Precondition | null
@@ -111,6 +143,13 @@ export interface FieldPlan {
   readonly preconditionAlgorithm: DigestAlgorithm
   /** Algorithms computed over the representation: Repr-Digest's and the precondition's. */
   readonly reprNeeded: readonly DigestAlgorithm[]
+  /**
+   * Algorithms computed over the identity representation (before content
+   * coding): Unencoded-Digest's, and Repr-Digest's and the precondition's
+   * except for a strict-mode full response (whose representation is its
+   * coded content).
+   */
+  readonly identityNeeded: readonly DigestAlgorithm[]
   /** Both fields' one value when the bytes sent are the representation (sharedAlgorithms), unless something is declared. */
   readonly shared: readonly DigestAlgorithm[] | null
   readonly mode: Mode
@@ -171,14 +210,9 @@ function trailersAllowed (request: RequestFacts, params: DigestParams): boolean 
   return typeof request.te === 'string' && TE_TRAILERS.test(request.te)
 }
 
-function modeOf (params: DigestParams, repr: readonly DigestAlgorithm[], reprNeeded: readonly DigestAlgorithm[]): Mode {
-  if (!params.strict) return { strict: false, identity: true, fileIdentity: reprNeeded, coded: NONE }
-  return {
-    strict: true,
-    identity: params.unencodedDigest,
-    fileIdentity: params.unencodedDigest ? repr : NONE,
-    coded: reprNeeded
-  }
+function modeOf (strict: boolean, unencoded: readonly DigestAlgorithm[], reprNeeded: readonly DigestAlgorithm[], identityNeeded: readonly DigestAlgorithm[]): Mode {
+  if (!strict) return { strict: false, identity: true, fileIdentity: identityNeeded, coded: NONE }
+  return { strict: true, identity: unencoded.length > 0, fileIdentity: unencoded, coded: reprNeeded }
 }
 
 /**
@@ -197,20 +231,25 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
   const repr = wantRepr === null
     ? params.reprDigest
     : selectAlgorithms({ algorithms: params.algorithms, want: wantRepr, unsolicited: params.reprDigest })
+  const unencoded = unencodedAlgorithms(parseWantField(request.wantUnencodedDigest), params)
   const precondition = params.conditional ? preconditionOf(request.method, request.reprDigest, params.algorithms) : null
-  if (content.length === 0 && repr.length === 0 && precondition === null) return null
+  if (content.length === 0 && repr.length === 0 && unencoded.length === 0 && precondition === null) return null
   const algorithm = preconditionAlgorithm(params.algorithms)
   const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), algorithm])
+  const head = request.method === 'HEAD'
+  const strict = params.strict
+  const identityNeeded = strict && !head ? unencoded : union(reprNeeded, unencoded)
   return {
     content,
     repr,
-    unencoded: params.unencodedDigest ? repr : NONE,
+    unencoded,
     precondition,
     preconditionAlgorithm: algorithm,
     reprNeeded,
-    shared: precondition === null ? sharedAlgorithms(content, repr, params.unencodedDigest) : null,
-    mode: modeOf(params, repr, reprNeeded),
-    head: request.method === 'HEAD',
+    identityNeeded,
+    shared: precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null,
+    mode: modeOf(strict, unencoded, reprNeeded, identityNeeded),
+    head,
     trailers: trailersAllowed(request, params)
   }
 }
@@ -253,9 +292,9 @@ export function planResponse (request: RequestFacts, params: DigestParams, paylo
 /**
  * A route's unsolicited fields, worked out once per route: what a usual
  * response (a string or Buffer, no Want-* field, no precondition, nothing
- * declared) carries, both fields as one value written in one step. Null when
- * the route's options rule that out: Unencoded-Digest, or different
- * unsolicited sets for the two fields.
+ * declared) carries, every field as one value written in one step. Null when
+ * the route's options rule that out: different unsolicited sets for the
+ * fields, or an Unencoded-Digest written unlike the others.
  */
 export interface Unsolicited {
   /** The route's `conditional` option: a GET's Repr-Digest is then a precondition. */
@@ -263,16 +302,19 @@ export interface Unsolicited {
   readonly write: FieldWriter | null
   readonly content: boolean
   readonly repr: boolean
+  /** Unencoded-Digest too: the value stands for it only when the reply sets no Content-Encoding. */
+  readonly unencoded: boolean
 }
 
 export function unsolicitedOf (params: DigestParams): Unsolicited | null {
-  const { contentDigest, reprDigest } = params
-  const algs = sharedAlgorithms(contentDigest, reprDigest, params.unencodedDigest)
+  const { contentDigest, reprDigest, unencodedDigest } = params
+  const algs = sharedAlgorithms(contentDigest, reprDigest, unencodedDigest, params.strict)
   if (algs === null) return null
   return {
     conditional: params.conditional,
     write: fieldWriter(algs, params.strict),
     content: contentDigest.length > 0,
-    repr: reprDigest.length > 0
+    repr: reprDigest.length > 0,
+    unencoded: unencodedDigest.length > 0
   }
 }

@@ -79,7 +79,7 @@ async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyRepl
   // the Content-Length stands for another body (@fastify/static's empty HEAD
   // stream), so it is not the representation.
   const length = reply.getHeader('content-length')
-  const hasher = new DigestTransform(state.plan.reprNeeded)
+  const hasher = new DigestTransform(state.plan.identityNeeded)
   pipeline(stream, hasher, () => {})
   const collected = await collectUpTo(hasher, state.params.maxBufferSize)
   if (collected.chunks !== null) {
@@ -103,6 +103,8 @@ async function fileDigests (state: ResponseState, file: FileResponse): Promise<v
   const { files } = state.context
   const { fileIdentity, coded } = state.plan.mode
   const identity = fileIdentity.length === 0 ? file : await identityFile(file, state.reprEncoding)
+  // A pre-compressed file's original is the uncoded representation.
+  if (identity !== file && identity !== null) state.identityUncoded = true
   if (identity === file) {
     state.repr = await files.lookup(file, union(fileIdentity, coded), file.cachedOnly)
     state.fileCoded = state.repr
@@ -180,9 +182,10 @@ export async function streamRepresentation (
   // Strict mode without Unencoded-Digest: the representation is whatever
   // the content stage sees (coded or not); hash it there, once.
   if (!plan.mode.identity) return [payload, state]
-  // Hash the representation as it flows; the content algorithms ride along
-  // so an unchanged (uncompressed) stream is hashed once for both fields.
-  const hasher = new DigestTransform(union(plan.reprNeeded, plan.content))
+  // Hash the representation as it flows; the content algorithms (and in
+  // strict mode the representation's) ride along so an unchanged
+  // (uncompressed) stream is hashed once for every field.
+  const hasher = new DigestTransform(union(union(plan.identityNeeded, plan.reprNeeded), plan.content))
   pipeline(payload, hasher, () => {})
   state.reprStream = hasher
   return [hasher, state]

@@ -7,7 +7,7 @@ import type { FileDigestCache } from './file-cache'
 import type { FileResponse } from './files'
 import type { OmissionLog, OmissionReason } from './omissions'
 import type { Precondition } from './precondition'
-import type { ResponsePlan } from './plan'
+import { uncoded, type ResponsePlan } from './plan'
 
 export type Payload = unknown
 
@@ -26,6 +26,13 @@ export interface ResponseState {
   reprBytes: number
   /** Content-Encoding as the representation stage saw it (compress sets its own later). */
   readonly reprEncoding: unknown
+  /**
+   * The identity digests (`repr`, `reprPayload`, `reprStream`) are of the
+   * uncoded representation: the route set no Content-Encoding of its own,
+   * or a pre-compressed file's original was found. Unencoded-Digest is
+   * computed only then.
+   */
+  identityUncoded: boolean
   /** The file a @fastify/static response stands for (then `repr` holds its identity digests). */
   readonly file: FileResponse | null
   /** Digests of the whole file as sent, coding included: strict mode's representation for HEAD and 206, and what a GET's stream must match. */
@@ -55,6 +62,7 @@ export function newState (
     repr: null,
     reprBytes: 0,
     reprEncoding,
+    identityUncoded: uncoded(reprEncoding),
     file,
     fileCoded: null,
     fileStream: null,
