@@ -717,7 +717,7 @@ function evaluate ({ scenario, hashes, sides }) {
       value: ratio.toFixed(3),
       pass: ratio >= budget.min,
       aside: `CPU ${cpuRatio.toFixed(3)}${cpuRatio >= budget.min ? '' : ' (below)'}${insnText(subject)}` +
-        (ref === null ? '' : `; bare + sha-256 by hand: ${ref.paired.median.toFixed(3)}${insnText(ref)}`)
+        (ref === null ? '' : `; ${scenario.sides[refIndex].label}: ${ref.paired.median.toFixed(3)}${insnText(ref)}`)
     }]
   } else {
     // The time the plugin adds to a request, against one sha-256 pass over

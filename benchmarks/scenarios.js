@@ -99,6 +99,63 @@ function digestByHandAsPlugin (app) {
   return { onSend: [digestOnSendByHand] }
 }
 
+/**
+ * Puts onSend hooks around @fastify/compress's, in an app that registered
+ * compress first (the README's Quick start): compress adds its hook to each
+ * route from an onRoute hook, so one registered after it sees that hook in
+ * the route's list. `before` may be null.
+ */
+function aroundCompress (app, before, after) {
+  app.addHook('onRoute', (routeOptions) => {
+    const own = routeOptions.onSend
+    const list = own === undefined ? [] : Array.isArray(own) ? own : [own]
+    routeOptions.onSend = before === null ? [...list, after] : [before, ...list, after]
+  })
+}
+
+/**
+ * Scenario 2c's reference: scenario 2's hook, and the two decorators of 2p,
+ * after compress's onSend hook.
+ */
+function digestAfterCompressByHand (app) {
+  app.decorateRequest(Symbol('response state'), null)
+  app.decorateReply(Symbol('declared digests'), null)
+  aroundCompress(app, null, digestOnSendByHand)
+}
+
+const kIdentityDigest = Symbol('identity digest')
+
+/** Before compress: the sha-256 of the identity representation (the Repr-Digest). */
+function identityByHand (request, reply, payload, done) {
+  request[kIdentityDigest] = hash('sha256', payload, 'base64')
+  done(null, payload)
+}
+
+/**
+ * After compress: the gzip bytes (a Buffer, or a stream gathered into one, as
+ * the plugin does without TE: trailers) hashed for Content-Digest, sent with
+ * a Content-Length.
+ */
+async function codedByHand (request, reply, payload) {
+  let body = payload
+  if (!Buffer.isBuffer(payload)) {
+    const chunks = []
+    for await (const chunk of payload) chunks.push(chunk)
+    body = Buffer.concat(chunks)
+  }
+  reply.header('content-length', body.length)
+  reply.header('vary', `${reply.getHeader('vary')}, Want-Content-Digest, Want-Repr-Digest`)
+  reply.header('content-digest', `sha-256=:${hash('sha256', body, 'base64')}:`)
+  reply.header('repr-digest', `sha-256=:${request[kIdentityDigest]}:`)
+  return body
+}
+
+/** Scenarios 4 and 4s's reference: both fields by hand, around compress's onSend hook. */
+function compressedByHand (app) {
+  app.decorateRequest(kIdentityDigest, null)
+  aroundCompress(app, identityByHand, codedByHand)
+}
+
 /** The reference for requests: the sha-256 value of a request's Content-Digest, parsed by hand. */
 function claimedDigest (request) {
   const match = /sha-256=:([A-Za-z0-9+/=]+):/.exec(request.headers['content-digest'] ?? '')
@@ -257,10 +314,12 @@ function compressedScenario (id, syncThreshold, path) {
     title: `GET 64 KiB text, gzip (${path} path), both fields`,
     sides: [
       { key: 'plugin', label: 'compress + plugin', compress, plugin: BOTH_SHA256 },
-      { key: 'compress', label: 'compress alone', compress }
+      { key: 'compress', label: 'compress alone', compress },
+      { key: 'hash', label: 'compress + both fields by hand', compress }
     ],
     async setup (app, side) {
       await register(app, side)
+      if (side.key === 'hash') compressedByHand(app)
       app.get('/text', (request, reply) => { reply.type('text/plain; charset=utf-8').send(TEXT_64KIB) })
     },
     request: { method: 'GET', path: '/text', headers: { 'accept-encoding': 'gzip' } },
@@ -272,6 +331,8 @@ function compressedScenario (id, syncThreshold, path) {
         assert(sent === (path === 'sync' ? 'content-length' : 'chunked'), `compress took the wrong path (${sent})`)
         noDigests(res)
       } else {
+        // Both other sides send the gzip bytes they hashed with a Content-Length.
+        assert(sent === 'content-length', 'not buffered to send the digests as headers')
         bothDigests(res, res.body, TEXT_64KIB)
       }
       return { compressedBytes: res.body.length }
@@ -357,6 +418,32 @@ const scenarios = [
     hashes: () => [{ bytes: KiB }],
     budget: { kind: 'ratio', min: 0.98 },
     note: 'default mode: Unencoded-Digest is Repr-Digest\'s value (the bytes are uncoded), hashed once and written twice'
+  },
+  {
+    id: '2c',
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
+    title: 'GET 1 KiB JSON, @fastify/compress registered but not asked, sha-256 both fields',
+    sides: [
+      { key: 'plugin', label: 'compress + plugin', compress: {}, plugin: BOTH_SHA256 },
+      bare,
+      { key: 'hash', label: 'compress + by hand after its onSend', compress: {}, afterCompress: true },
+      { key: 'compress', label: 'compress alone', compress: {} }
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      if (side.afterCompress === true) digestAfterCompressByHand(app)
+      app.get('/json', async () => JSON_OBJECT)
+    },
+    ...smallJsonWithDigests,
+    check (side, res) {
+      assert(res.headers['content-encoding'] === undefined, 'compressed without Accept-Encoding')
+      assert(res.body.equals(JSON_BYTES), 'wrong body')
+      if (side.key === 'bare' || side.key === 'compress') noDigests(res)
+      else bothDigests(res, JSON_BYTES, JSON_BYTES)
+    },
+    budget: { kind: 'reference', min: 0.95 },
+    note: 'the README\'s Quick start: @fastify/compress (default options) registered, then the plugin with both fields; the request has no Accept-Encoding, so compress sends the JSON as it is. The reference sets the same fields by hand (one sha-256) in a route-level onSend hook after compress\'s, with the two decorators of 2p'
   },
   {
     id: '3',

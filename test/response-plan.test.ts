@@ -3,6 +3,7 @@
 // the plan out. The hooks only execute it; the other response tests show
 // they do, over real servers. That the plan imports no fastify is
 // test/architecture.test.ts's check of the whole core.
+import { setFlagsFromString } from 'node:v8'
 import { test } from 'tap'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../types/index'
 import { computeDigest } from '../lib/algorithms'
@@ -255,4 +256,17 @@ test('union: the first list itself when the second adds nothing (no allocation)'
   t.equal(union(a, ['sha-256']), a)
   t.same(union(a, ['sha-512', 'sha-256']), ['sha-256', 'sha-512'])
   t.same(a, ['sha-256'], 'never mutated')
+})
+
+test('plans of two responses share one hidden class', async (t) => {
+  // A plan made with fresh hidden classes each time (Node 20's V8 gives an
+  // object spread's copy one, and each property added to it another) makes
+  // every response build classes at run time, and every read of a plan miss
+  // its inline caches.
+  setFlagsFromString('--allow-natives-syntax')
+  // eslint-disable-next-line no-new-func
+  const sameClass = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: unknown, b: unknown) => boolean
+  const params = normalizeOptions(BOTH)
+  const payload: PayloadFacts = { kind: 'bytes', live: false, status: 200 }
+  t.equal(sameClass(planResponse(FACTS, params, payload), planResponse(FACTS, params, payload)), true)
 })

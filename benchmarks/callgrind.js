@@ -1,0 +1,92 @@
+'use strict'
+
+// Instructions per request of one side of one scenario, counted by valgrind's
+// callgrind in the server process (all its threads), where `perf stat` cannot
+// count them (virtual machines). Unlike time, the count does not depend on
+// what else the machine is doing, so two builds or two sides can be compared
+// on a busy machine. Slow: the server runs about 100 times slower.
+//
+//   node benchmarks/callgrind.js <scenario> <side> [warm-up requests] [requests per window] [windows]
+//   BENCH_PLUGIN=/path/to/other/build node benchmarks/callgrind.js 2c plugin
+//
+// The server (server.js) runs under callgrind with instrumentation off; after
+// the warm-up (enough for V8 to optimize the hot functions: the first windows
+// of a shorter one still count their compilation), instrumentation is turned
+// on and each window of requests is counted apart (callgrind_control --dump),
+// four connections kept alive. Windows that agree show a steady state.
+
+const { execFileSync, fork } = require('node:child_process')
+const fs = require('node:fs')
+const http = require('node:http')
+const os = require('node:os')
+const path = require('node:path')
+const { scenarios } = require('./scenarios')
+
+const [id, sideKey, warmupArg, perWindowArg, windowsArg] = process.argv.slice(2)
+const scenario = scenarios.find((s) => s.id === id)
+if (scenario?.sides.find((s) => s.key === sideKey) === undefined) {
+  console.error('usage: node benchmarks/callgrind.js <scenario> <side> [warm-up] [requests per window] [windows]')
+  process.exit(2)
+}
+const warmup = Number(warmupArg ?? 8000)
+const perWindow = Number(perWindowArg ?? 1000)
+const windows = Number(windowsArg ?? 3)
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fastify-digest-fields-callgrind-'))
+const child = fork(path.join(__dirname, 'server.js'), [], {
+  env: { ...process.env, BENCH_SCENARIO: scenario.id, BENCH_SIDE: sideKey },
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  execPath: 'valgrind',
+  execArgv: ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', '-q',
+    `--callgrind-out-file=${path.join(dir, 'out.%p')}`, process.execPath]
+})
+const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
+
+function once (port) {
+  const { method, path: urlPath, headers, body } = scenario.request
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers, agent }, (res) => {
+      res.resume()
+      res.on('end', () => res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`)))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+async function load (port, count) {
+  let sent = 0
+  const connection = async () => { while (sent++ < count) await once(port) }
+  await Promise.all([connection(), connection(), connection(), connection()])
+}
+
+/** Instructions counted in every dump so far. */
+function counted () {
+  let total = 0
+  for (const file of fs.readdirSync(dir)) {
+    const match = /^(?:summary|totals): (\d+)/m.exec(fs.readFileSync(path.join(dir, file), 'utf8'))
+    if (match !== null) total += Number(match[1])
+  }
+  return total
+}
+
+child.once('message', async ({ port }) => {
+  try {
+    await load(port, warmup)
+    execFileSync('callgrind_control', ['--instr=on', String(child.pid)], { stdio: 'ignore' })
+    const perRequest = []
+    let before = 0
+    for (let w = 0; w < windows; w++) {
+      await load(port, perWindow)
+      execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' })
+      const now = counted()
+      perRequest.push(Math.round((now - before) / perWindow))
+      before = now
+    }
+    console.log(JSON.stringify({ scenario: scenario.id, side: sideKey, plugin: process.env.BENCH_PLUGIN ?? null, warmup, perWindow, perRequest }))
+  } finally {
+    agent.destroy()
+    child.kill('SIGKILL')
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
