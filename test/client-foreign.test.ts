@@ -77,6 +77,7 @@ const ROUTES: Record<string, Route> = {
   '/trailer-malformed': withTrailers({ 'Content-Digest': 'sha-256=(' }, true),
   '/trailer-unannounced': withTrailers({ 'Content-Digest': sf(OTHER) }, false),
   '/trailer-gzip': withTrailers({ 'Repr-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
+  '/repr-gzip-decoded': send({ 'content-encoding': 'gzip', 'repr-digest': sf(BODY) }, GZ),
   '/gzip-decoded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(BODY) }, GZ),
   '/gzip-coded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(GZ) }, GZ),
   '/gzip-large': send({ 'content-encoding': 'gzip', 'repr-digest': sf(RANDOM) }, RANDOM_GZ),
@@ -85,6 +86,7 @@ const ROUTES: Record<string, Route> = {
   '/gzip-broken-coded': send({ 'content-encoding': 'gzip', 'repr-digest': sf('not gzip at all') }, 'not gzip at all'),
   '/gzip-invalid': send({ 'content-encoding': 'gzip', 'repr-digest': 'sha-256=:AAAA:' }, GZ),
   '/gzip-br-decoded': send({ 'content-encoding': 'gzip, br', 'content-digest': sf(GZ_BR), 'repr-digest': sf(BODY) }, GZ_BR),
+  '/gzip-br-repr-decoded': send({ 'content-encoding': 'gzip, br', 'repr-digest': sf(BODY) }, GZ_BR),
   '/gzip-br-coded': send({ 'content-encoding': 'gzip, br', 'repr-digest': sf(GZ_BR) }, GZ_BR),
   '/gzip-br-wrong': send({ 'content-encoding': 'gzip, br', 'repr-digest': sf(OTHER) }, GZ_BR),
   // Two field lines (a list, RFC 9110 §5.3), any case, optional whitespace.
@@ -200,14 +202,38 @@ test('trailers over HTTP/1.1: announced or asked for with TE: trailers', async (
 test('strict: a coded Repr-Digest is over the coded bytes only', async (t) => {
   const base = await foreignServer(t)
   const strict = digestAgent(t, { strict: true })
-  const capped = digestAgent(t, { maxDecodedSize: 4 })
   for (const kind of KINDS) {
     t.equal((await call(kind, strict, `${base}/gzip-coded`)).error, null)
     assertFailure(t, await call(kind, strict, `${base}/gzip-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
-    // Past maxDecodedSize the decoded reading is unavailable.
-    assertFailure(t, await call(kind, capped, `${base}/gzip-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+  }
+})
+
+test('past maxDecodedSize a coded Repr-Digest is unchecked: it passes, and fails only under verify: \'required\'', async (t) => {
+  const base = await foreignServer(t)
+  const capped = digestAgent(t, { maxDecodedSize: 4 })
+  const required = digestAgent(t, { maxDecodedSize: 4, verify: 'required' })
+  for (const kind of KINDS) {
+    const out = await call(kind, capped, `${base}/repr-gzip-decoded`)
+    t.equal(out.error, null, `${kind}: ${String(out.error?.message)}`)
+    t.same(out.body, kind === 'fetch' ? Buffer.from(BODY) : GZ)
+    const failed = await call(kind, required, `${base}/repr-gzip-decoded`)
+    assertFailure(t, failed, 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
+    t.equal(failed.error?.message, "The response Repr-Digest field (algorithm sha-256) could not be checked: the decoded content exceeds maxDecodedSize (4 bytes); verify is 'required'")
+    // A Content-Digest was verified: the response was checked.
+    t.equal((await call(kind, required, `${base}/gzip-decoded`)).error, null)
+    // Still checked: the coded reading, a wrong value, a body that is not gzip.
+    t.equal((await call(kind, required, `${base}/gzip-coded`)).error, null)
+    assertFailure(t, await call(kind, required, `${base}/gzip-invalid`), 'FST_DIGEST_RESPONSE_INVALID_VALUE', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, required, `${base}/wrong-repr`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    // Trailers: the Repr-Digest arrives after the decoder stopped.
+    t.equal((await call(kind, capped, `${base}/trailer-gzip`)).error, null)
+    assertFailure(t, await call(kind, required, `${base}/trailer-gzip`), 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
     // A coding node:zlib does not have: the coded reading only.
     t.equal((await call(kind, capped, `${base}/unknown-coding`)).error, null)
+  }
+  for (const kind of ['request', 'stream'] as const) {
+    // Not gzip at all: no decoded reading exists, and the coded one does not match.
+    assertFailure(t, await call(kind, required, `${base}/gzip-broken`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
   }
 })
 
@@ -346,19 +372,25 @@ test('deflate with or without its zlib wrapper is decoded, as fetch does', async
   }
 })
 
-test('stacked codings that cannot be decoded here: the coded reading only', async (t) => {
+test('stacked codings that cannot be decoded here: the coded reading only, else unchecked', async (t) => {
   const base = await foreignServer(t)
   const dispatcher = digestAgent(t)
-  const capped = digestAgent(t, { maxDecodedSize: 4 })
+  const required = digestAgent(t, { verify: 'required' })
+  const capped = digestAgent(t, { maxDecodedSize: 4, verify: 'required' })
   const strict = digestAgent(t, { strict: true })
   for (const kind of KINDS) {
     // An unknown coding in the list: nothing is decoded (fetch passes the coded bytes on too).
     const coded = await call(kind, dispatcher, `${base}/gzip-unknown-coded`)
     t.equal(coded.error, null, `${kind} /gzip-unknown-coded: ${String(coded.error?.message)}`)
     t.same(coded.body, GZ)
-    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-unknown-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    // The decoded reading is unknown: the digest may be right, it cannot be checked.
+    t.equal((await call(kind, dispatcher, `${base}/gzip-unknown-decoded`)).error, null)
+    const unknown = await call(kind, required, `${base}/gzip-unknown-decoded`)
+    assertFailure(t, unknown, 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
+    t.match(unknown.error?.message, /content coding "gzip, x-unknown" is not decoded here/)
     // Past maxDecodedSize, and in strict mode.
-    assertFailure(t, await call(kind, capped, `${base}/gzip-br-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, capped, `${base}/gzip-br-decoded`)).error, null, 'its Content-Digest was checked')
+    assertFailure(t, await call(kind, capped, `${base}/gzip-br-repr-decoded`), 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
     t.equal((await call(kind, capped, `${base}/gzip-br-coded`)).error, null)
     assertFailure(t, await call(kind, strict, `${base}/gzip-br-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
     t.equal((await call(kind, strict, `${base}/gzip-br-coded`)).error, null)
@@ -368,7 +400,8 @@ test('stacked codings that cannot be decoded here: the coded reading only', asyn
     assertFailure(t, await call(kind, dispatcher, `${base}/broken-middle`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
     t.equal((await call(kind, dispatcher, `${base}/broken-middle-coded`)).error, null)
     // More codings than fetch decodes (side-decoder.ts MAX_CODINGS): not decoded.
-    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-6`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, dispatcher, `${base}/gzip-6`)).error, null)
+    assertFailure(t, await call(kind, required, `${base}/gzip-6`), 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
     t.equal((await call(kind, dispatcher, `${base}/gzip-6-coded`)).error, null)
   }
   // fetch decodes them itself: its own decoding fails first, whatever the

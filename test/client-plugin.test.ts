@@ -96,6 +96,50 @@ test('want: Want-*-Digest fields ask the plugin for digests', async (t) => {
   }
 })
 
+test('past maxDecodedSize a coded Repr-Digest is unchecked, not mismatched: 80 MiB under the default, 5 MiB under 1 MiB', async (t) => {
+  // Compressible text, so the wire stays small; @fastify/compress codes it,
+  // and the plugin's Repr-Digest is that of the decoded bytes (default mode).
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(compress, { threshold: 0 })
+  await app.register(digestFields, { reprDigest: true })
+  const bodies = new Map<number, Buffer>()
+  const body = (size: number): Buffer => bodies.get(size) ?? bodies.set(size, Buffer.alloc(size, 'digest fields ')).get(size) as Buffer
+  app.get('/text/:size', async (request, reply) => reply.type('text/plain').send(body(Number((request.params as { size: string }).size))))
+  app.get('/both/:size', { digest: { contentDigest: true } }, async (request, reply) =>
+    reply.type('text/plain').send(body(Number((request.params as { size: string }).size))))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const MiB = 1024 * 1024
+  const check = (out: Awaited<ReturnType<typeof call>>, size: number, label: string): void => {
+    t.equal(out.error, null, `${label}: ${String(out.error?.message)}`)
+    t.equal(out.headers['repr-digest'], sf(body(size)), `${label}: the server's Repr-Digest is that of the decoded bytes`)
+  }
+  const defaults = digestAgent(t)
+  for (const kind of KINDS) {
+    const size = 80 * MiB
+    const out = await call(kind, defaults, `${base}/text/${size}`, { headers: { 'accept-encoding': 'gzip' } })
+    check(out, size, `${kind} 80 MiB gzip, default maxDecodedSize`)
+    t.equal(out.body.length, kind === 'fetch' ? size : out.body.length)
+  }
+  const capped = digestAgent(t, { maxDecodedSize: MiB })
+  const required = digestAgent(t, { maxDecodedSize: MiB, verify: 'required' })
+  for (const kind of KINDS) {
+    for (const coding of ['gzip', 'br']) {
+      const size = 5 * MiB
+      const label = `${kind} 5 MiB ${coding}, maxDecodedSize 1 MiB`
+      check(await call(kind, capped, `${base}/text/${size}`, { headers: { 'accept-encoding': coding } }), size, label)
+      // 'required' asks for a check: none could be made.
+      const unchecked = await call(kind, required, `${base}/text/${size}`, { headers: { 'accept-encoding': coding } })
+      assertFailure(t, unchecked, 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
+      t.match(unchecked.error?.message, /maxDecodedSize/)
+      // The Content-Digest of the bytes received was checked: that is enough.
+      const both = await call(kind, required, `${base}/both/${size}`, { headers: { 'accept-encoding': coding } })
+      t.equal(both.error, null, `${label}, Content-Digest too: ${String(both.error?.message)}`)
+    }
+  }
+})
+
 test('HEAD and 206 from @fastify/static', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'client-static-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))

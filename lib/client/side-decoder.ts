@@ -5,9 +5,11 @@
 // receives is untouched. Content-Encoding lists the codings in the order
 // they were applied (RFC 9110 §8.4), so a `gzip, br` body is decoded by a
 // brotli decoder piped into a gunzip: one decoder per coding, the last
-// applied first. Capped: past `limit` decoded bytes (or on a decoding error
-// in any of the decoders, or a coding node:zlib does not have) the reading
-// is unavailable, and only the coded reading (RFC 9530 §3) can match.
+// applied first. Capped: past `limit` decoded bytes, or with a coding
+// node:zlib does not have, the decoded reading is unknown (the digest cannot
+// be checked, response-check.ts); on a decoding error in any of the decoders
+// there is none (the content is not what its Content-Encoding says), and
+// only the coded reading (RFC 9530 §3) can match.
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
 import { Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
@@ -109,6 +111,8 @@ export class SideDecoder {
   #settled = false
   /** The decoded digests, once the last decoder ended within the limit; else null. */
   digests: DigestResults | null = null
+  /** Stopped at the limit: the decoded reading exists but was not computed (unlike a decoding error). */
+  exceeded = false
 
   constructor (stages: readonly [Transform, ...Transform[]], algorithms: readonly DigestAlgorithm[], limit: number) {
     this.#stages = stages
@@ -122,6 +126,7 @@ export class SideDecoder {
     const last = stages.reduce((from, to) => from.pipe(to))
     last.on('data', (chunk: Buffer) => {
       if (this.#hasher.bytes + chunk.length > this.#limit) {
+        this.exceeded = true
         this.#settle(false)
         return
       }
