@@ -76,6 +76,8 @@ const ROUTES: Record<string, Route> = {
   '/trailer-repr-wrong': withTrailers({ 'Repr-Digest': sf(OTHER) }, true),
   '/trailer-malformed': withTrailers({ 'Content-Digest': 'sha-256=(' }, true),
   '/trailer-unannounced': withTrailers({ 'Content-Digest': sf(OTHER) }, false),
+  '/head-trailer-unannounced': withTrailers({ 'Content-Digest': sf(OTHER) }, false, BODY, { 'content-digest': sf(BODY) }),
+  '/head-trailer-announced': withTrailers({ 'Content-Digest': sf(OTHER) }, true, BODY, { 'content-digest': sf(BODY) }),
   '/trailer-gzip': withTrailers({ 'Repr-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
   '/repr-gzip-decoded': send({ 'content-encoding': 'gzip', 'repr-digest': sf(BODY) }, GZ),
   '/gzip-decoded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(BODY) }, GZ),
@@ -195,6 +197,10 @@ test('trailers over HTTP/1.1: announced or asked for with TE: trailers', async (
     // Unannounced and not asked for: not foreseen, so not checked.
     t.equal((await call(kind, dispatcher, `${base}/trailer-unannounced`)).error, null)
     assertFailure(t, await call(kind, dispatcher, `${base}/trailer-unannounced`, { headers: { te: 'trailers' } }),
+      'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
+    // A head with a usable digest: that one is checked, unannounced trailers are not waited on (nor hashed for).
+    t.equal((await call(kind, dispatcher, `${base}/head-trailer-unannounced`, { headers: { te: 'trailers' } })).error, null)
+    assertFailure(t, await call(kind, dispatcher, `${base}/head-trailer-announced`, { headers: { te: 'trailers' } }),
       'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
   }
 })

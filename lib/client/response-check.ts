@@ -24,8 +24,10 @@
 //   from their head (`empty`), so that a failure rejects the request itself
 //   (a fetch() of a HEAD has no body that could fail instead).
 // * A field in trailers (RFC 9530 §2, §3: both may be trailer fields) is
-//   checked when it could be foreseen: the response's Trailer field names it,
-//   or the request sent `TE: trailers`. Its algorithms are not known before
+//   checked when it could be foreseen: the response's Trailer field names it
+//   (RFC 9110 §6.6.2), or the request sent `TE: trailers` and the head carries
+//   no usable digest (one that does is checked, not waited on: the trailers
+//   it might add are not hashed for). Its algorithms are not known before
 //   the end, so every accepted algorithm is hashed then.
 import type { DigestAlgorithm, DigestClientError } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
@@ -111,11 +113,10 @@ export class ResponseCheck {
     const repr = this.#checkRepr ? parse(responseField(headers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
     if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
     if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
-    this.#trailerFields = !this.empty &&
-      (request.trailers || announced.includes('content-digest') || announced.includes('repr-digest'))
-    const algorithms = this.#trailerFields
-      ? params.algorithms
-      : params.algorithms.filter((a) => this.#received.some((r) => r.digests.has(a)))
+    const inHead = params.algorithms.filter((a) => this.#received.some((r) => r.digests.has(a)))
+    this.#trailerFields = !this.empty && (announced.includes('content-digest') || announced.includes('repr-digest') ||
+      (request.trailers && inHead.length === 0))
+    const algorithms = this.#trailerFields ? params.algorithms : inHead
     if (algorithms.length > 0 && statusCode !== 304) {
       this.#hasher = new MultiDigester(algorithms)
       const wantsDecoded = this.#trailerFields ? this.#checkRepr : repr !== null
