@@ -244,7 +244,7 @@ export class SideDecoder {
  */
 export function sideDecoder (contentEncoding: string, algorithms: readonly DigestAlgorithm[], limit: number): SideDecoder | null {
   // Decoding undoes the codings in reverse order, the last applied first (RFC 9110 §8.4).
-  // The first one queues up to HOLD_SIZE; the others are fed by pipe(), 16 KiB at a time.
+  // The first one queues up to HOLD_SIZE; pipe() feeds the others, each with node:stream's default queue.
   const [first, ...rest] = (codingsOf(contentEncoding) ?? []).reverse().map((coding, i) =>
     DECODERS[coding](i === 0 ? { chunkSize: CHUNK_SIZE, writableHighWaterMark: HOLD_SIZE } : { chunkSize: CHUNK_SIZE }))
   return first === undefined ? null : new SideDecoder([first, ...rest], algorithms, limit)
