@@ -5,7 +5,7 @@
 // to the request). The server (a child process, this file with `--server`) is node:http, not
 // the plugin: only the client's cost is measured. This process is the client: undici.request
 // over HTTP/1.1 to 127.0.0.1, one request at a time. BENCH_CLIENT_PARTS (default
-// `download,upload`) picks the parts to run.
+// `download,coded,upload`) picks the parts to run.
 //
 // Downloads: the server sends a fixed body with its sha-256 Content-Digest computed once at
 // start; the body is read to its end.
@@ -19,6 +19,31 @@
 // below 0.95 of the plain client, the goal is out of reach for any verifying client, and
 // `verified / by hand` is the interceptor's own cost. Every verified download must end
 // cleanly and every plain one must carry the whole body, or the run stops.
+//
+// Coded downloads: incompressible bodies (random bytes, made once in the server at start)
+// sent gzip- and br-coded (level 1 and quality 1, coded once at start) in 16 KiB chunks of a
+// chunked response, as @fastify/compress sends them, carrying the Repr-Digest (sha-256) of the
+// decoded bytes, as the plugin sends it in its default mode:
+// the interceptor (`verify: 'required'`, maxDecodedSize 512 MiB) decodes on the side to check
+// it. 20 MiB (BENCH_CLIENT_CODED_SMALL downloads per side and round, default 5) and 256 MiB
+// (BENCH_CLIENT_CODED_LARGE, default 1) for each coding. Four sides:
+//   * plain: the undici Agent, the coded body read to its end (no decoding);
+//   * verified: the Agent composed with digestInterceptor();
+//   * by hand: the plain Agent, its body piped into node:zlib's decoder (createGunzip,
+//     createBrotliDecompress, with the interceptor's settings: 64 KiB output chunks and up to
+//     1 MiB queued, without which undici's resume re-reads its socket buffer and the pipe
+//     costs time quadratic in the size) and the decoded bytes hashed with sha-256, compared
+//     with the Repr-Digest at the end: the check the goal is set against;
+//   * by hand, both readings: the same, and the coded bytes hashed too. A coded Repr-Digest
+//     may be of the coded bytes (RFC 9530 §3, a strict server) or of the decoded ones (the
+//     plugin's default mode): a client that accepts either, as the interceptor does by
+//     default, hashes both (this side is the same work written by hand).
+// Every download is measured alone: its wall time and this process's CPU time
+// (process.cpuUsage: every thread, so node:zlib's work in the thread pool counts too). The
+// table gives medians per MiB of the decoded body, and the ratios of the medians: "by hand
+// / verified" is the verified client's throughput relative to the check by hand (CPU and
+// wall), the goal >= 0.95. rss growth as for the 256 MiB downloads above. Every verified
+// download must end cleanly and every side must see the whole body, or the run stops.
 //
 // Uploads: a 256 MiB file written once at start in os.tmpdir() (removed at the end), sent as
 // a POST whose body is multipart/form-data with that file as its one part, file-backed
@@ -52,11 +77,14 @@ const { once } = require('node:events')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { median } = require('./stats')
 
 const MiB = 1024 * 1024
 const SIZES = { small: 1 * MiB, large: 256 * MiB }
 const UPLOAD_SIZE = 256 * MiB
-const PARTS = ['download', 'upload']
+const PARTS = ['download', 'coded', 'upload']
+const CODED_SIZES = { small: 20 * MiB, large: 256 * MiB }
+const CODINGS = ['gzip', 'br']
 
 function patternChunk () {
   const chunk = Buffer.alloc(MiB)
@@ -88,7 +116,35 @@ function receive (req, res) {
   })
 }
 
+// The coded bodies: `${coding}-${name}` -> { coded, digest } (the decoded bytes' sha-256).
+function codedBodies () {
+  const { gzipSync, brotliCompressSync, constants } = require('node:zlib')
+  const out = {}
+  for (const [name, size] of Object.entries(CODED_SIZES)) {
+    const raw = randomBytes(size)
+    const digest = `sha-256=:${createHash('sha256').update(raw).digest('base64')}:`
+    out[`gzip-${name}`] = { coded: gzipSync(raw, { level: 1 }), digest }
+    out[`br-${name}`] = { coded: brotliCompressSync(raw, { params: { [constants.BROTLI_PARAM_QUALITY]: 1, [constants.BROTLI_PARAM_SIZE_HINT]: size } }), digest }
+  }
+  return out
+}
+
+// `body` in writes of `size`, backpressure respected.
+function sendBody (res, body, size) {
+  let sent = 0
+  const more = () => {
+    while (sent < body.length) {
+      const chunk = body.subarray(sent, sent + size)
+      sent += chunk.length
+      if (!res.write(chunk)) return res.once('drain', more)
+    }
+    res.end()
+  }
+  more()
+}
+
 function serve () {
+  const coded = process.env.BENCH_CLIENT_SERVE_CODED === '1' ? codedBodies() : {}
   const chunk = patternChunk()
   const digests = {}
   for (const [name, size] of Object.entries(SIZES)) {
@@ -98,6 +154,12 @@ function serve () {
   }
   const server = http.createServer((req, res) => {
     if (req.method === 'POST') return receive(req, res)
+    if (req.url.startsWith('/coded/')) {
+      const [coding, name] = req.url.slice('/coded/'.length).split('/')
+      const { coded: body, digest } = coded[`${coding}-${name}`]
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': coding, 'repr-digest': digest })
+      return sendBody(res, body, 16 * 1024)
+    }
     const name = req.url.slice(1)
     const size = SIZES[name]
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size, 'content-digest': digests[name] })
@@ -202,6 +264,121 @@ async function downloads (base, plain, verified, rounds) {
   console.table(results)
 }
 
+async function codedDownloads (base, rounds) {
+  const { Agent, request } = require('undici')
+  const zlib = require('node:zlib')
+  const { digestInterceptor } = require('../dist/client/index.js')
+  const { CHUNK_SIZE, HOLD_SIZE } = require('../dist/client/side-decoder.js')
+  const counts = { small: Number(process.env.BENCH_CLIENT_CODED_SMALL ?? 5), large: Number(process.env.BENCH_CLIENT_CODED_LARGE ?? 1) }
+  const plain = new Agent()
+  const verified = new Agent().compose(digestInterceptor({ verify: 'required', maxDecodedSize: 512 * MiB }))
+  const decoders = { gzip: zlib.createGunzip, br: zlib.createBrotliDecompress }
+
+  // Each side reads one download to its end; it returns the decoded bytes it saw (the coded
+  // ones for the sides that do not decode) and throws when the download is not right.
+  const sides = {
+    async plain (url) {
+      const res = await request(url, { dispatcher: plain, headers: { 'accept-encoding': url.split('/')[4] } })
+      let bytes = 0
+      for await (const chunk of res.body) bytes += chunk.length
+      return { coded: bytes, decoded: null }
+    },
+    async verified (url) {
+      const res = await request(url, { dispatcher: verified, headers: { 'accept-encoding': url.split('/')[4] } })
+      let bytes = 0
+      for await (const chunk of res.body) bytes += chunk.length // rejects unless the check passed
+      return { coded: bytes, decoded: null }
+    },
+    hand: (url) => byHand(url, false),
+    both: (url) => byHand(url, true)
+  }
+
+  // The check written by hand: the body piped into node:zlib's decoder, the decoded bytes
+  // hashed as they come out (and, with `both`, the coded ones as they come in: the digest
+  // matches either reading).
+  async function byHand (url, both) {
+    const coding = url.split('/')[4]
+    const res = await request(url, { dispatcher: plain, headers: { 'accept-encoding': coding } })
+    const decoder = decoders[coding]({ chunkSize: CHUNK_SIZE, writableHighWaterMark: HOLD_SIZE })
+    const decodedHash = createHash('sha256')
+    const codedHash = both ? createHash('sha256') : null
+    let coded = 0
+    let decoded = 0
+    decoder.on('data', (chunk) => {
+      decodedHash.update(chunk)
+      decoded += chunk.length
+    })
+    if (codedHash !== null) {
+      res.body.on('data', (chunk) => {
+        codedHash.update(chunk)
+        coded += chunk.length
+      })
+    }
+    res.body.on('error', (err) => decoder.destroy(err))
+    const ended = once(decoder, 'end')
+    res.body.pipe(decoder)
+    await ended
+    const field = res.headers['repr-digest']
+    const ok = field === `sha-256=:${decodedHash.digest('base64')}:` || (codedHash !== null && field === `sha-256=:${codedHash.digest('base64')}:`)
+    if (!ok) throw new Error(`${url}: the digest by hand does not match`)
+    return { coded: coded === 0 ? null : coded, decoded }
+  }
+
+  async function measured (side, url, size, sample) {
+    const cpu = process.cpuUsage()
+    const start = process.hrtime.bigint()
+    const got = await sides[side](url)
+    const wall = Number(process.hrtime.bigint() - start) / 1e6
+    const used = process.cpuUsage(cpu)
+    sample?.stop()
+    if (got.decoded !== null && got.decoded !== size) throw new Error(`${url} (${side}): ${got.decoded} of ${size} decoded bytes`)
+    if (got.coded !== null && got.coded < size) throw new Error(`${url} (${side}): ${got.coded} coded bytes for ${size} incompressible ones`)
+    return { wall, cpu: (used.user + used.system) / 1000 }
+  }
+
+  const results = []
+  try {
+    for (const coding of CODINGS) {
+      for (const name of ['small', 'large']) {
+        const url = `${base}/coded/${coding}/${name}`
+        const size = CODED_SIZES[name]
+        const mib = size / MiB
+        for (const side of Object.keys(sides)) await measured(side, url, size)
+        const ms = { plain: [], verified: [], hand: [], both: [] }
+        let peak = 0
+        for (let round = 0; round < rounds; round++) {
+          const order = round % 2 === 0 ? ['plain', 'hand', 'both', 'verified'] : ['verified', 'both', 'hand', 'plain']
+          for (const side of order) {
+            for (let i = 0; i < counts[name]; i++) {
+              const sample = side === 'verified' && name === 'large' ? rssSampler() : null
+              ms[side].push(await measured(side, url, size, sample))
+              if (sample) peak = Math.max(peak, sample.growth)
+            }
+          }
+        }
+        const cpu = (side) => median(ms[side].map((m) => m.cpu)) / mib
+        const wall = (side) => median(ms[side].map((m) => m.wall)) / mib
+        results.push({
+          download: `${coding} ${mib} MiB x ${counts[name] * rounds}`,
+          'CPU ms/MiB plain': cpu('plain').toFixed(2),
+          'by hand': cpu('hand').toFixed(2),
+          'both readings': cpu('both').toFixed(2),
+          verified: cpu('verified').toFixed(2),
+          'by hand / verified CPU': (cpu('hand') / cpu('verified')).toFixed(3),
+          'both / verified CPU': (cpu('both') / cpu('verified')).toFixed(3),
+          'by hand / verified wall': (wall('hand') / wall('verified')).toFixed(3),
+          'wall ms/MiB verified': wall('verified').toFixed(2),
+          'rss growth (verified)': name === 'large' ? `${(peak / MiB).toFixed(1)} MiB` : '-'
+        })
+      }
+    }
+  } finally {
+    await plain.close()
+    await verified.close()
+  }
+  console.table(results)
+}
+
 // The upload's file: written once, 1 MiB at a time (never whole in memory).
 function writeUploadFile (file) {
   const chunk = patternChunk()
@@ -300,7 +477,7 @@ async function main () {
   const { Agent } = require('undici')
   const { digestInterceptor } = require('../dist/client/index.js')
   const asked = parts()
-  const child = fork(__filename, ['--server'])
+  const child = fork(__filename, ['--server'], { env: { ...process.env, BENCH_CLIENT_SERVE_CODED: asked.includes('coded') ? '1' : '0' } })
   const [{ port }] = await once(child, 'message')
   const base = `http://127.0.0.1:${port}`
   const rounds = Number(process.env.BENCH_CLIENT_ROUNDS ?? 3)
@@ -315,6 +492,7 @@ async function main () {
         await verified.close()
       }
     }
+    if (asked.includes('coded')) await codedDownloads(base, rounds)
     if (asked.includes('upload')) await uploads(base, rounds)
   } finally {
     child.kill()

@@ -91,6 +91,9 @@ export const FST_DIGEST_RESPONSE_INVALID_VALUE = createError(
 export const FST_DIGEST_RESPONSE_INVALID_FIELD = createError(
   'FST_DIGEST_RESPONSE_INVALID_FIELD', 'Malformed response %s field (algorithm %s): %s', 502)
 
+export const FST_DIGEST_RESPONSE_UNCHECKED = createError(
+  'FST_DIGEST_RESPONSE_UNCHECKED', 'The response %s field (algorithm %s) could not be checked: %s; verify is \'required\'', 502)
+
 export const FST_DIGEST_RESPONSE_MISSING = createError(
   'FST_DIGEST_RESPONSE_MISSING', 'The response carries no usable %s (algorithm %s): verify is \'required\'', 502)
 

@@ -33,11 +33,21 @@ async function server (t: Closeable, opts: FastifyDigestFieldsOptions, serverOpt
   app.get('/items', async () => ITEMS)
   app.get('/stream', async (_request, reply) => reply.type('text/plain').send(Readable.from(CHUNKS)))
   app.post('/echo', async (request) => ({ verified: request.digestVerification?.verified ?? null }))
+  app.get('/te', async (request) => ({ te: request.headers.te ?? null }))
   await app.listen({ port: 0, host: '127.0.0.1' })
   return { app, base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` }
 }
 
 const CODINGS = ['identity', 'gzip', 'br']
+
+/**
+ * A digest field from the headers or, when the plugin sent it as a trailer
+ * (a compressed body is a stream, and verify: 'required' sends TE: trailers),
+ * the trailers; fetch hides trailers: undefined there.
+ */
+function fieldOf (out: Awaited<ReturnType<typeof call>>, name: string): string | string[] | undefined {
+  return out.headers[name] ?? out.trailers[name]
+}
 
 test('every algorithm, enabled on both ends, over identity, gzip and br', async (t) => {
   for (const algorithm of digestFields.ALGORITHMS.keys()) {
@@ -48,7 +58,7 @@ test('every algorithm, enabled on both ends, over identity, gzip and br', async 
         const out = await call(kind, dispatcher, `${base}/items`, { headers: { 'accept-encoding': coding } })
         t.equal(out.error, null, `${algorithm} ${kind} ${coding}: ${String(out.error?.message)}`)
         t.equal(out.status, 200)
-        t.ok(String(out.headers['content-digest']).startsWith(`${algorithm}=`))
+        if (kind !== 'fetch' || coding === 'identity') t.ok(String(fieldOf(out, 'content-digest')).startsWith(`${algorithm}=`))
       }
     }
   }
@@ -85,14 +95,61 @@ test('want: Want-*-Digest fields ask the plugin for digests', async (t) => {
   const reprOnly = digestAgent(t, { verify: 'required', want: { repr: 'sha-256' } })
   for (const kind of KINDS) {
     assertFailure(t, await call(kind, none, `${base}/items`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest or Repr-Digest', 'sha-256, sha-512')
-    const out = await call(kind, wanting, `${base}/items`, { headers: { 'accept-encoding': 'gzip' } })
-    t.equal(out.error, null)
-    t.match(out.headers['content-digest'], /^sha-512=/)
-    t.match(out.headers['repr-digest'], /^sha-512=/)
-    const repr = await call(kind, reprOnly, `${base}/items`)
+    for (const coding of CODINGS) {
+      const out = await call(kind, wanting, `${base}/items`, { headers: { 'accept-encoding': coding } })
+      t.equal(out.error, null)
+      if (kind === 'fetch' && coding !== 'identity') continue // in trailers, hidden by fetch
+      t.match(fieldOf(out, 'content-digest'), /^sha-512=/)
+      t.match(fieldOf(out, 'repr-digest'), /^sha-512=/)
+    }
+    const repr = await call(kind, reprOnly, `${base}/items`, { headers: { 'accept-encoding': 'identity' } })
     t.equal(repr.error, null)
-    t.equal(repr.headers['content-digest'], undefined)
-    t.match(repr.headers['repr-digest'], /^sha-256=/)
+    t.equal(fieldOf(repr, 'content-digest'), undefined)
+    t.match(fieldOf(repr, 'repr-digest'), /^sha-256=/)
+  }
+})
+
+test('past maxDecodedSize a coded Repr-Digest is unchecked, not mismatched: 80 MiB under the default, 5 MiB under 1 MiB', async (t) => {
+  // Compressible text, so the wire stays small; @fastify/compress codes it,
+  // and the plugin's Repr-Digest is that of the decoded bytes (default mode).
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(compress, { threshold: 0 })
+  await app.register(digestFields, { reprDigest: true })
+  const bodies = new Map<number, Buffer>()
+  const body = (size: number): Buffer => bodies.get(size) ?? bodies.set(size, Buffer.alloc(size, 'digest fields ')).get(size) as Buffer
+  app.get('/text/:size', async (request, reply) => reply.type('text/plain').send(body(Number((request.params as { size: string }).size))))
+  app.get('/both/:size', { digest: { contentDigest: true } }, async (request, reply) =>
+    reply.type('text/plain').send(body(Number((request.params as { size: string }).size))))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const MiB = 1024 * 1024
+  const check = (out: Awaited<ReturnType<typeof call>>, size: number, label: string): void => {
+    t.equal(out.error, null, `${label}: ${String(out.error?.message)}`)
+    t.equal(out.headers['repr-digest'], sf(body(size)), `${label}: the server's Repr-Digest is that of the decoded bytes`)
+  }
+  const defaults = digestAgent(t)
+  for (const kind of KINDS) {
+    const size = 80 * MiB
+    const out = await call(kind, defaults, `${base}/text/${size}`, { headers: { 'accept-encoding': 'gzip' } })
+    check(out, size, `${kind} 80 MiB gzip, default maxDecodedSize`)
+    t.equal(out.body.length, kind === 'fetch' ? size : out.body.length)
+  }
+  const capped = digestAgent(t, { maxDecodedSize: MiB })
+  const required = digestAgent(t, { maxDecodedSize: MiB, verify: 'required' })
+  for (const kind of KINDS) {
+    for (const coding of ['gzip', 'br']) {
+      const size = 5 * MiB
+      const label = `${kind} 5 MiB ${coding}, maxDecodedSize 1 MiB`
+      check(await call(kind, capped, `${base}/text/${size}`, { headers: { 'accept-encoding': coding } }), size, label)
+      // 'required' asks for a check: none could be made.
+      const unchecked = await call(kind, required, `${base}/text/${size}`, { headers: { 'accept-encoding': coding } })
+      assertFailure(t, unchecked, 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
+      t.match(unchecked.error?.message, /maxDecodedSize/)
+      // The Content-Digest of the bytes received was checked: that is enough.
+      const both = await call(kind, required, `${base}/both/${size}`, { headers: { 'accept-encoding': coding } })
+      t.equal(both.error, null, `${label}, Content-Digest too: ${String(both.error?.message)}`)
+    }
   }
 })
 
@@ -119,7 +176,8 @@ test('HEAD and 206 from @fastify/static', async (t) => {
     t.equal(part.error, null, `${kind} 206: ${String(part.error?.message)}`)
     t.equal(part.status, 206)
     t.equal(part.body.length, 1000)
-    t.equal(part.headers['content-digest'], sf(file.subarray(100, 1100)))
+    // The part's Content-Digest is a trailer for TE: trailers (hidden by fetch).
+    if (kind !== 'fetch') t.equal(part.trailers['content-digest'], sf(file.subarray(100, 1100)))
     t.equal(part.headers['repr-digest'], sf(file))
     const whole = await call(kind, dispatcher, `${base}/data.bin`)
     t.equal(whole.error, null)
@@ -140,6 +198,39 @@ test('a stream with TE: trailers over HTTP/1.1, in both modes, coded or not', as
         t.match(out.trailers['content-digest'], /^sha-256=/)
         t.match(out.trailers['repr-digest'], /^sha-256=/)
       }
+    }
+  }
+})
+
+test("verify: 'required' asks for trailers (TE: trailers) unless the caller set TE: streams over maxBufferSize, HTTP/1.1 and HTTP/2", async (t) => {
+  for (const http2 of [false, true]) {
+    // CHUNKS are over maxBufferSize: without TE: trailers the plugin can send no digest for them.
+    const { base } = await server(t, { contentDigest: true, reprDigest: true, maxBufferSize: 100 }, http2 ? { http2: true } as FastifyServerOptions : {})
+    let dispatcher = digestAgent(t, { verify: 'required' })
+    let lenient = digestAgent(t)
+    if (http2) {
+      const client = new H2CClient(base)
+      t.teardown(() => client.close())
+      dispatcher = client.compose(digestInterceptor({ verify: 'required' }))
+      lenient = client.compose(digestInterceptor())
+    }
+    const proto = http2 ? 'HTTP/2' : 'HTTP/1.1'
+    for (const kind of KINDS) {
+      for (const coding of CODINGS) {
+        const out = await call(kind, dispatcher, `${base}/stream`, { headers: { 'accept-encoding': coding } })
+        t.equal(out.error, null, `${proto} ${kind} ${coding}: ${String(out.error?.message)}`)
+        t.equal(out.body.length > 0, true)
+        if (kind !== 'fetch') t.match(out.trailers, { 'content-digest': /^sha-256=/, 'repr-digest': /^sha-256=/ }, 'the digests came as trailers')
+      }
+      t.same(JSON.parse((await call(kind, dispatcher, `${base}/te`)).body.toString()), { te: 'trailers' }, `${proto} ${kind}: sent`)
+      t.same(JSON.parse((await call(kind, lenient, `${base}/te`)).body.toString()), { te: null }, `${proto} ${kind}: 'if-present' asks for nothing`)
+      if (http2) continue // HTTP/2 allows no TE value but "trailers" (RFC 9113 §8.2.2)
+      // The caller's TE is theirs: kept as it is, and without trailers asked for there is no digest.
+      const own = await call(kind, dispatcher, `${base}/te`, { headers: { TE: 'deflate' } })
+      t.equal(own.error, null)
+      t.same(JSON.parse(own.body.toString()), { te: 'deflate' }, `${kind}: the caller's TE kept`)
+      assertFailure(t, await call(kind, dispatcher, `${base}/stream`, { headers: { TE: 'deflate', 'accept-encoding': 'identity' } }),
+        'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest or Repr-Digest', 'sha-256, sha-512')
     }
   }
 })

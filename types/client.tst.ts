@@ -82,5 +82,6 @@ test('errors', () => {
   expect<DigestClientError['field']>().type.toBe<string>()
   expect<DigestClientError['algorithm']>().type.toBe<string | null>()
   expect(new clientErrors.FST_DIGEST_RESPONSE_MISMATCH().code).type.toBe<'FST_DIGEST_RESPONSE_MISMATCH'>()
+  expect(new clientErrors.FST_DIGEST_RESPONSE_UNCHECKED().code).type.toBe<'FST_DIGEST_RESPONSE_UNCHECKED'>()
   expect(clientErrors).type.not.toHaveProperty('FST_DIGEST_INVALID_OPTION')
 })

@@ -25,6 +25,11 @@ export function missing (algorithms: readonly string[]): DigestClientError {
   return withDetails(new clientErrors.FST_DIGEST_RESPONSE_MISSING(field, algorithm), field, algorithm)
 }
 
+/** A digest that could not be checked (`reason`), under verify: 'required'. */
+export function unchecked (field: string, algorithm: string, reason: string): DigestClientError {
+  return withDetails(new clientErrors.FST_DIGEST_RESPONSE_UNCHECKED(field, algorithm, reason), field, algorithm)
+}
+
 export function rejected (field: string, algorithm: string | null, detail: string): DigestClientError {
   return withDetails(new clientErrors.FST_DIGEST_REQUEST_REJECTED(field, algorithm ?? 'none', detail), field, algorithm)
 }

@@ -2,9 +2,9 @@
 // (undici 7's interceptor API, `(dispatch) => (opts, handler) => boolean`;
 // lib/dispatcher/dispatcher.js:20-44, compose(), wraps each interceptor's handler
 // into the new handler API). Per request it adds the Want-*-Digest fields
-// asked for in the options and a Content-Digest for content whose bytes are
-// fixed (a Blob or FormData body once hashed, asynchronously), and checks
-// the response with a DigestHandler.
+// asked for in the options, `TE: trailers` under verify: 'required', and a
+// Content-Digest for content whose bytes are fixed (a Blob or FormData body
+// once hashed, asynchronously), and checks the response with a DigestHandler.
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
 import { digestFieldOf, parseDigestField, parseWantField } from '../fields'
@@ -57,6 +57,19 @@ function withWants (params: ClientParams, opts: Dispatcher.DispatchOptions): Arr
   return pairs
 }
 
+/**
+ * Under verify: 'required', `TE: trailers` unless the caller sent a TE field.
+ * A server may send a streamed body's digests only as trailers, and only to a
+ * client that said it reads them (RFC 9110 §6.5.1, §10.1.4): the plugin's
+ * streams over its maxBufferSize carry no digest otherwise. HTTP/2 allows TE
+ * with "trailers" only (RFC 9113 §8.2.2), the one value sent here. The
+ * "TE" connection option RFC 9110 §10.1.4 pairs it with cannot be sent:
+ * undici writes the Connection field itself (HTTP/1.1) and HTTP/2 has none.
+ */
+function askTrailers (params: ClientParams, pairs: Array<[string, HeaderValue]>): void {
+  if (params.verify === 'required' && getHeader(pairs, 'te') === undefined) pairs.push(['te', 'trailers'])
+}
+
 /** The pairs with a prepared body's Content-Digest, and its Content-Type in place of any given. */
 function withPrepared (pairs: Array<[string, HeaderValue]>, prepared: PreparedBody): Array<[string, HeaderValue]> {
   const out = prepared.contentType === null ? pairs : pairs.filter(([name]) => name.toLowerCase() !== 'content-type')
@@ -74,6 +87,7 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
   const params = normalizeClientOptions(options)
   return (dispatch) => function digestDispatch (opts, handler) {
     const pairs = withWants(params, opts)
+    askTrailers(params, pairs)
     const send = (fields: Array<[string, HeaderValue]>, body: unknown): boolean => {
       const method = (opts.method ?? 'GET').toUpperCase()
       const next = new DigestHandler(handler, params, requestFacts(method, fields))

@@ -10,6 +10,11 @@
 //   bytes: the only reading in strict mode); the plugin's default mode digests
 //   the representation before coding (every coding listed undone, last
 //   applied first: side-decoder.ts), so by default either reading matches.
+//   When the decoded reading is unknown (past maxDecodedSize, or a coding not
+//   decoded here) a Repr-Digest that does not match the coded bytes may still
+//   be right: it is unchecked, not mismatched. Unchecked is not verified, so
+//   it fails only under verify: 'required' (FST_DIGEST_RESPONSE_UNCHECKED),
+//   and only when no other digest of the response was verified.
 // * HEAD has no content: Content-Digest is checked over no bytes, and
 //   Repr-Digest (that of what a GET would send, RFC 9530 §3.1) is not checked;
 //   neither is a 206's Repr-Digest (the whole representation, not this part),
@@ -19,19 +24,21 @@
 //   from their head (`empty`), so that a failure rejects the request itself
 //   (a fetch() of a HEAD has no body that could fail instead).
 // * A field in trailers (RFC 9530 §2, §3: both may be trailer fields) is
-//   checked when it could be foreseen: the response's Trailer field names it,
-//   or the request sent `TE: trailers`. Its algorithms are not known before
+//   checked when it could be foreseen: the response's Trailer field names it
+//   (RFC 9110 §6.6.2), or the request sent `TE: trailers` and the head carries
+//   no usable digest (one that does is checked, not waited on: the trailers
+//   it might add are not hashed for). Its algorithms are not known before
 //   the end, so every accepted algorithm is hashed then.
 import type { DigestAlgorithm, DigestClientError } from '../../types/client'
-import type { DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
+import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
 import { MultiDigester, type DigestResults } from '../digest-stream'
 import { parseDigestField } from '../fields'
 import { usableAlgorithms, verifyDigests } from '../verification'
-import { invalidField, invalidValue, mismatch, missing, notAcceptable } from './failure'
+import { invalidField, invalidValue, mismatch, missing, notAcceptable, unchecked } from './failure'
 import { MAX_PROBLEM_SIZE, mayBeProblem, problemError } from './problem'
 import { responseField } from './headers'
 import type { ClientParams } from './options'
-import { sideDecoder, type SideDecoder } from './side-decoder'
+import { MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>
 
@@ -59,10 +66,14 @@ function parse (value: string | undefined, field: DigestFieldName, errors: Diges
   }
 }
 
-/** The failure a field's verification shows, if any: an invalid value first, then a mismatch. */
-function failureOf (verification: FieldVerification): DigestClientError | null {
-  const bad = verification.results.find((r) => r.outcome === 'invalid-length') ??
+/** The result a field's verification fails on, if any: an invalid value first, then a mismatch. */
+function badResult (verification: FieldVerification): AlgorithmResult | undefined {
+  return verification.results.find((r) => r.outcome === 'invalid-length') ??
     verification.results.find((r) => r.outcome === 'mismatched')
+}
+
+function failureOf (verification: FieldVerification): DigestClientError | null {
+  const bad = badResult(verification)
   if (bad === undefined) return null
   return bad.outcome === 'invalid-length'
     ? invalidValue(verification.field, bad.algorithm)
@@ -82,6 +93,8 @@ export class ResponseCheck {
   readonly empty: boolean
   #hasher: MultiDigester | null = null
   #decoder: SideDecoder | null = null
+  /** Why the decoded reading of a coded Repr-Digest is unknown, when no decoder runs for it. */
+  #undecodable: string | null = null
   #problem: Buffer[] | null = null
   readonly #coding: string | undefined
   #problemBytes = 0
@@ -100,16 +113,18 @@ export class ResponseCheck {
     const repr = this.#checkRepr ? parse(responseField(headers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
     if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
     if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
-    this.#trailerFields = !this.empty &&
-      (request.trailers || announced.includes('content-digest') || announced.includes('repr-digest'))
-    const algorithms = this.#trailerFields
-      ? params.algorithms
-      : params.algorithms.filter((a) => this.#received.some((r) => r.digests.has(a)))
+    const inHead = params.algorithms.filter((a) => this.#received.some((r) => r.digests.has(a)))
+    this.#trailerFields = !this.empty && (announced.includes('content-digest') || announced.includes('repr-digest') ||
+      (request.trailers && inHead.length === 0))
+    const algorithms = this.#trailerFields ? params.algorithms : inHead
     if (algorithms.length > 0 && statusCode !== 304) {
       this.#hasher = new MultiDigester(algorithms)
       const wantsDecoded = this.#trailerFields ? this.#checkRepr : repr !== null
       if (this.#coded && !params.strict && wantsDecoded && !this.empty) {
         this.#decoder = sideDecoder(coding as string, usableOrAll(this.#trailerFields ? null : repr, algorithms), params.maxDecodedSize)
+        if (codingsOf(coding) === null) {
+          this.#undecodable = `content coding "${coding as string}" is not decoded here (gzip, deflate, br; at most ${MAX_CODINGS})`
+        }
       }
     }
     if (mayBeProblem(statusCode, responseField(headers, 'content-type'))) this.#problem = []
@@ -156,17 +171,23 @@ export class ResponseCheck {
     }
     const coded = this.#hasher?.digest() ?? null
     if (this.#decoder === null) {
-      done(this.#verdict(coded, null))
+      done(this.#verdict(coded, null, this.#undecodable))
       return
     }
     const decoder = this.#decoder
-    decoder.end(() => done(this.#verdict(coded, decoder.digests)))
+    decoder.end(() => done(this.#verdict(coded, decoder.digests,
+      decoder.exceeded ? `the decoded content exceeds maxDecodedSize (${this.#params.maxDecodedSize} bytes)` : null)))
   }
 
-  #verdict (coded: DigestResults | null, decoded: DigestResults | null): DigestClientError | null {
+  /**
+   * `decoded`: the digests of the decoded content, when known; `undecoded`:
+   * why they are unknown although the content could have them, or null.
+   */
+  #verdict (coded: DigestResults | null, decoded: DigestResults | null, undecoded: string | null): DigestClientError | null {
     const enabled = this.#params.algorithms
     let verified = false
     let failure: DigestClientError | null = this.#errors[0] ?? null
+    let notChecked: DigestClientError | null = null
     for (const { field, digests } of this.#received) {
       if (failure !== null) break
       if (coded === null) continue // a 304: nothing to check
@@ -175,12 +196,18 @@ export class ResponseCheck {
         const other = verifyDigests(field, digests, decoded, enabled)
         if (other.ok || failureOf(verification) === null) verification = other
       }
+      const bad = badResult(verification)
+      if (field === 'Repr-Digest' && undecoded !== null && bad?.outcome === 'mismatched') {
+        // Not the coded bytes' digest; maybe the decoded ones', unknown here.
+        notChecked = unchecked(field, bad.algorithm, undecoded)
+        continue
+      }
       failure = failureOf(verification)
       verified ||= verification.ok
     }
     failure ??= this.#answerFailure()
     if (failure === null && !verified && this.#params.verify === 'required' && !NO_CONTENT.has(this.#status)) {
-      failure = missing(enabled)
+      failure = notChecked ?? missing(enabled)
     }
     return failure
   }

@@ -5,9 +5,11 @@
 // receives is untouched. Content-Encoding lists the codings in the order
 // they were applied (RFC 9110 §8.4), so a `gzip, br` body is decoded by a
 // brotli decoder piped into a gunzip: one decoder per coding, the last
-// applied first. Capped: past `limit` decoded bytes (or on a decoding error
-// in any of the decoders, or a coding node:zlib does not have) the reading
-// is unavailable, and only the coded reading (RFC 9530 §3) can match.
+// applied first. Capped: past `limit` decoded bytes, or with a coding
+// node:zlib does not have, the decoded reading is unknown (the digest cannot
+// be checked, response-check.ts); on a decoding error in any of the decoders
+// there is none (the content is not what its Content-Encoding says), and
+// only the coded reading (RFC 9530 §3) can match.
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
 import { Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
@@ -25,18 +27,56 @@ export function hasZlibHeader (data: Uint8Array): boolean {
   return ((data[0] as number) & 0x0f) === 0x08
 }
 
+/**
+ * node:zlib's output chunks. Its default, 16 KiB, takes four round trips to
+ * the thread pool (each a wake-up of a worker and of the event loop) for
+ * each 64 KiB read from a socket; 64 KiB takes one.
+ */
+export const CHUNK_SIZE = 64 * 1024
+
+/**
+ * How much coded content the first decoder may queue before the response is
+ * held (undici paused), and it is released only once that queue is empty
+ * (its 'drain'): this is also the most content queued. undici 7.30.2 pauses
+ * in the middle of what it read from the socket: it puts the rest back
+ * (socket.unshift) and, on resume, takes the socket's whole buffer
+ * (socket.read()), which has grown by a read meanwhile
+ * (lib/dispatcher/client-h1.js, execute() and resume()). Held for every
+ * 16 KiB chunk of a chunked response (node:zlib's default queue, 16 KiB),
+ * that buffer would grow with the response, and a download would take time
+ * quadratic in its size; held once per HOLD_SIZE, each resume consumes more
+ * than was read.
+ */
+export const HOLD_SIZE = 1024 * 1024
+
+/**
+ * Coded content goes to the first decoder in writes of at least this many
+ * bytes (chunks are gathered, then copied once): node:zlib makes at least one
+ * round trip to the thread pool for each write, and a chunked response (16
+ * KiB chunks from @fastify/compress) would otherwise make one per chunk.
+ */
+export const BATCH_SIZE = 256 * 1024
+
+/** node:zlib's options, and the node:stream ones it passes on to its Transform. */
+interface DecoderOptions { chunkSize: number, writableHighWaterMark?: number }
+
 /** A "deflate" decoder: zlib or raw deflate, told by the first octet. */
 class DeflateDecoder extends Transform {
   #inner: Transform | null = null
+  readonly #chunkSize: number
+
+  constructor ({ chunkSize, writableHighWaterMark }: DecoderOptions) {
+    super({ writableHighWaterMark })
+    this.#chunkSize = chunkSize
+  }
 
   override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     if (this.#inner === null) {
-      // Nothing to tell by yet.
-      if (chunk.length === 0) {
-        callback()
-        return
-      }
-      const inner = hasZlibHeader(chunk) ? createInflate() : createInflateRaw()
+      // The first chunk is not empty: SideDecoder writes only non-empty
+      // batches, and node:zlib pushes no empty chunks (lib/zlib.js,
+      // processCallback: `if (have > 0)`) to a later decoder.
+      const options = { chunkSize: this.#chunkSize }
+      const inner = hasZlibHeader(chunk) ? createInflate(options) : createInflateRaw(options)
       inner.on('data', (data: Buffer) => this.push(data))
       inner.on('error', (err) => this.destroy(err))
       this.#inner = inner
@@ -60,16 +100,18 @@ class DeflateDecoder extends Transform {
   }
 }
 
-function createDeflateDecoder (): Transform {
-  return new DeflateDecoder()
+function createDeflateDecoder (options: DecoderOptions): Transform {
+  return new DeflateDecoder(options)
 }
 
+const gunzip = (options: DecoderOptions): Transform => createGunzip(options)
+
 const DECODERS = {
-  gzip: createGunzip,
-  'x-gzip': createGunzip,
+  gzip: gunzip,
+  'x-gzip': gunzip,
   deflate: createDeflateDecoder,
-  br: createBrotliDecompress
-} as const satisfies Readonly<Record<string, () => Transform>>
+  br: (options: DecoderOptions) => createBrotliDecompress(options)
+} as const satisfies Readonly<Record<string, (options: DecoderOptions) => Transform>>
 
 /** A content coding node:zlib decodes (RFC 9110 §8.4.1), lowercased. */
 export type Coding = keyof typeof DECODERS
@@ -107,8 +149,13 @@ export class SideDecoder {
   #done: (() => void) | null = null
   #release: () => void = () => {}
   #settled = false
+  /** Chunks gathered for the next write (BATCH_SIZE), and their size. */
+  #batch: Uint8Array[] = []
+  #batched = 0
   /** The decoded digests, once the last decoder ended within the limit; else null. */
   digests: DigestResults | null = null
+  /** Stopped at the limit: the decoded reading exists but was not computed (unlike a decoding error). */
+  exceeded = false
 
   constructor (stages: readonly [Transform, ...Transform[]], algorithms: readonly DigestAlgorithm[], limit: number) {
     this.#stages = stages
@@ -122,6 +169,7 @@ export class SideDecoder {
     const last = stages.reduce((from, to) => from.pipe(to))
     last.on('data', (chunk: Buffer) => {
       if (this.#hasher.bytes + chunk.length > this.#limit) {
+        this.exceeded = true
         this.#settle(false)
         return
       }
@@ -146,12 +194,23 @@ export class SideDecoder {
   }
 
   #destroyStages (): void {
+    this.#batch = []
     for (const stage of this.#stages) stage.destroy()
   }
 
   /** False when the first decoder's input queue is full: hold the response until `onRelease`. */
   write (chunk: Uint8Array): boolean {
-    return this.#settled || this.#stages[0].write(chunk)
+    if (this.#settled) return true
+    this.#batch.push(chunk)
+    this.#batched += chunk.byteLength
+    return this.#batched < BATCH_SIZE || this.#flush()
+  }
+
+  #flush (): boolean {
+    const batch = this.#batch.length === 1 ? this.#batch[0] as Uint8Array : Buffer.concat(this.#batch, this.#batched)
+    this.#batch = []
+    this.#batched = 0
+    return this.#stages[0].write(batch)
   }
 
   /** Called when the first decoder can take more again, or the reading has settled. */
@@ -162,8 +221,12 @@ export class SideDecoder {
   /** Calls `done` once the decoded reading is known (available or not). */
   end (done: () => void): void {
     this.#done = done
-    if (this.#settled) done()
-    else this.#stages[0].end()
+    if (this.#settled) {
+      done()
+      return
+    }
+    if (this.#batched > 0) this.#flush()
+    this.#stages[0].end()
   }
 
   /** Drop the decoders (the response failed or was aborted). */
@@ -181,6 +244,8 @@ export class SideDecoder {
  */
 export function sideDecoder (contentEncoding: string, algorithms: readonly DigestAlgorithm[], limit: number): SideDecoder | null {
   // Decoding undoes the codings in reverse order, the last applied first (RFC 9110 §8.4).
-  const [first, ...rest] = (codingsOf(contentEncoding) ?? []).reverse().map((coding) => DECODERS[coding]())
+  // The first one queues up to HOLD_SIZE; pipe() feeds the others, each with node:stream's default queue.
+  const [first, ...rest] = (codingsOf(contentEncoding) ?? []).reverse().map((coding, i) =>
+    DECODERS[coding](i === 0 ? { chunkSize: CHUNK_SIZE, writableHighWaterMark: HOLD_SIZE } : { chunkSize: CHUNK_SIZE }))
   return first === undefined ? null : new SideDecoder([first, ...rest], algorithms, limit)
 }

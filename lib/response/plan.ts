@@ -282,8 +282,8 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Respons
   const reprOfContent = fields.mode.strict && !partial && !fields.head
   // Every member named, no spread: Node 20's V8 gives a spread's copy a new
   // hidden class, and each property added to it another, on every call.
-  const { content, repr, unencoded, preconditionAlgorithm, reprNeeded, shared, mode, head, trailers } = fields
-  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, shared, mode, head, trailers, transport, omitted, partial, contentHashed, reprOfContent }
+  const { content, repr, unencoded, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers } = fields
+  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, transport, omitted, partial, contentHashed, reprOfContent }
 }
 
 /** The whole plan: what a response to `request` with `payload` carries on a route with `params`. */
