@@ -48,7 +48,13 @@ export function setField (
 export function reprDigests (
   reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
 ): DigestResults | null {
-  const declared = getDeclared(reply)
+  return withDeclared(getDeclared(reply), computed, algs)
+}
+
+/** `computed`, with the values of `declared` for `algs` in their place. */
+function withDeclared (
+  declared: ReadonlyMap<DigestAlgorithm, Buffer> | null, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
+): DigestResults | null {
   if (declared === null) return computed
   const out: DigestResults = new Map(computed ?? [])
   for (const a of algs) {
@@ -70,14 +76,7 @@ export function unencodedDigests (
 ): DigestResults | null {
   const algs = state.plan.unencoded
   const computed = state.identityUncoded ? reprDigests(reply, identity, algs) : null
-  const declared = getDeclaredUnencoded(reply)
-  if (declared === null) return computed
-  const out: DigestResults = new Map(computed ?? [])
-  for (const a of algs) {
-    const v = declared.get(a)
-    if (v !== undefined) out.set(a, v)
-  }
-  return out
+  return withDeclared(getDeclaredUnencoded(reply), computed, algs)
 }
 
 /**
