@@ -10,7 +10,7 @@ module.exports = [
     // (`obj.f = () => …`, `obj[k] = function …`) in the old generation, where
     // it keeps what it captures alive through every scavenge until the next
     // mark-compact: per request, whole requests promoted (docs/benchmarks.md,
-    // "Session 11"). In the library, such functions are made by a small
+    // "Findings"). In the library, such functions are made by a small
     // function that returns them.
     files: ['lib/**/*.ts'],
     rules: {
@@ -19,7 +19,7 @@ module.exports = [
         'AssignmentExpression[left.type="MemberExpression"][right.type=/^TS(As|Satisfies|NonNull)Expression$/][right.expression.type=/^(Arrow)?FunctionExpression$/]'
       ].map((selector) => ({
         selector,
-        message: 'A function literal assigned to a property is allocated in V8\'s old generation (docs/benchmarks.md, "Session 11"): make it in a small function that returns it.'
+        message: 'A function literal assigned to a property is allocated in V8\'s old generation (docs/benchmarks.md, "Findings"): make it in a small function that returns it.'
       }))]
     }
   }

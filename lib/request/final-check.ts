@@ -171,12 +171,12 @@ export function abandonCheck (request: FastifyRequest, state: RequestState, erro
 
 // The callbacks the streams call at the end are made by these small
 // functions, never inside a hook. Measured (docs/benchmarks.md, "Findings",
-// session 5, scenario 5 with --initial-old-space-size=64): the end-of-body
+// scenario 5 with --initial-old-space-size=64): the end-of-body
 // check created inside the hook, even one that did nothing and was never
 // called, promoted 2.6-3.1 KB per request to the old generation (whole
 // in-flight requests with their body chunks) and brought 7-9 mark-compacts
 // per 400 requests; the same check made by a small function outside the
-// hook: 0.06-0.07 KB and none, as without any check. Why (session 11): V8
+// hook: 0.06-0.07 KB and none, as without any check. Why: V8
 // allocates a function literal assigned straight to a property in the old
 // generation (see source-tap.ts); one returned by a small function is young.
 

@@ -41,7 +41,7 @@ function noop (): void {}
 // lives until the next mark-compact, and, being old, is a root for every
 // scavenge in between: its context (here the tap, and through it the request
 // with its body chunks) survives them and is promoted. Measured
-// (docs/benchmarks.md, "Session 11"): scenario 5 with
+// (docs/benchmarks.md, "Findings"): scenario 5 with
 // --initial-old-space-size=64, 2.7-2.9 KB promoted per request and 8-9
 // mark-compacts per 400 requests with the two overrides written in the
 // constructor; 0.03 KB and none, as bare Fastify and the check by hand, with
