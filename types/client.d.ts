@@ -11,7 +11,10 @@ import type { DigestAlgorithm } from './algorithms'
 /** The RFC 9530 §5 registry keys (the main entry's DigestAlgorithm, from the shared algorithms.d.ts). */
 export type { DigestAlgorithm } from './algorithms'
 
-/** One algorithm, several (weights 10, 9, … in that order), or per field. */
+/**
+ * One algorithm, several (weights 10, 9, … in that order): Want-Content-Digest
+ * and Want-Repr-Digest; or per field, Want-Unencoded-Digest included.
+ */
 export type WantOption =
   | DigestAlgorithm
   | readonly DigestAlgorithm[]
@@ -20,6 +23,8 @@ export type WantOption =
     readonly content?: DigestAlgorithm | readonly DigestAlgorithm[]
     /** Sent as Want-Repr-Digest. */
     readonly repr?: DigestAlgorithm | readonly DigestAlgorithm[]
+    /** Sent as Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest). */
+    readonly unencoded?: DigestAlgorithm | readonly DigestAlgorithm[]
   }
 
 export interface DigestInterceptorOptions {
@@ -29,9 +34,9 @@ export interface DigestInterceptorOptions {
   verify?: 'if-present' | 'required'
   /** RFC 9530 to the letter: a coded response's Repr-Digest is over the coded bytes only. Default false. */
   strict?: boolean
-  /** Ask for digests: Want-Content-Digest and/or Want-Repr-Digest on every request. */
+  /** Ask for digests: Want-Content-Digest, Want-Repr-Digest and/or Want-Unencoded-Digest on every request. */
   want?: WantOption
-  /** The most decoded bytes hashed for the default-mode reading of a coded Repr-Digest; default 64 MiB. */
+  /** The most decoded bytes hashed for a coded response's Unencoded-Digest and default-mode Repr-Digest; default 64 MiB. */
   maxDecodedSize?: number
 }
 
@@ -47,7 +52,7 @@ export type DigestClientErrorCode =
 /** What a failed response's body errors with (itself, or as the `cause` of fetch's TypeError). */
 export interface DigestClientError extends FastifyError {
   code: DigestClientErrorCode
-  /** The field at fault: 'Content-Digest', 'Repr-Digest', or both names for a missing digest. */
+  /** The field at fault: 'Content-Digest', 'Repr-Digest', 'Unencoded-Digest', or all three names for a missing digest. */
   field: string
   /** The algorithm at fault, or null when none could be named. */
   algorithm: string | null

@@ -29,7 +29,16 @@
 //   no usable digest (one that does is checked, not waited on: the trailers
 //   it might add are not hashed for). Its algorithms are not known before
 //   the end, so every accepted algorithm is hashed then.
-import type { DigestAlgorithm, DigestClientError } from '../../types/client'
+// * Unencoded-Digest (draft-ietf-httpbis-unencoded-digest §3) is over the
+//   representation with no content coding: over the bytes received when
+//   there is none, else over the side decoder's output only, in strict mode
+//   too (the one reading; the same decoder, and one hash per algorithm, as
+//   Repr-Digest's decoded reading). Byte Sequences only (fields.ts). Not
+//   checked on HEAD, 206 (the whole representation's, §6) or 304. When the
+//   decoded reading is unknown it is unchecked; when the content does not
+//   decode it is mismatched. Chromium checks every sha-256 and sha-512 value
+//   it lists; here, every value of an accepted algorithm, as for the others.
+import type { DigestClientError } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
 import { MultiDigester, type DigestResults } from '../digest-stream'
 import { parseDigestField } from '../fields'
@@ -38,7 +47,7 @@ import { invalidField, invalidValue, mismatch, missing, notAcceptable, unchecked
 import { MAX_PROBLEM_SIZE, mayBeProblem, problemError } from './problem'
 import { responseField } from './headers'
 import type { ClientParams } from './options'
-import { MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'
+import { DECODED_CODINGS, MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>
 
@@ -56,6 +65,8 @@ interface Received { field: DigestFieldName, digests: DigestMap }
 
 const NO_CONTENT = new Set([204, 304])
 const NO_REPR = new Set([206, 304, 406])
+const NO_UNENCODED = new Set([206, 304])
+const NO_DIGESTS: DigestResults = new Map()
 
 function parse (value: string | undefined, field: DigestFieldName, errors: DigestClientError[]): DigestMap | null {
   try {
@@ -87,6 +98,8 @@ export class ResponseCheck {
   readonly #received: Received[] = []
   readonly #errors: DigestClientError[] = []
   readonly #checkRepr: boolean
+  readonly #checkUnencoded: boolean
+  /** A content coding is applied (one not decoded here included). */
   readonly #coded: boolean
   readonly #trailerFields: boolean
   /** No content can follow (HEAD, 204, 304): the verdict can be given from the head. */
@@ -107,23 +120,38 @@ export class ResponseCheck {
     this.#checkRepr = request.method !== 'HEAD' && !NO_REPR.has(statusCode)
     const coding = responseField(headers, 'content-encoding')?.trim()
     this.#coding = coding
-    this.#coded = coding !== undefined && coding !== '' && coding.toLowerCase() !== 'identity'
+    this.#coded = codingsOf(coding)?.length !== 0
+    this.#checkUnencoded = request.method !== 'HEAD' && !NO_UNENCODED.has(statusCode)
     const announced = (responseField(headers, 'trailer') ?? '').toLowerCase()
     const content = parse(responseField(headers, 'content-digest'), 'Content-Digest', this.#errors)
     const repr = this.#checkRepr ? parse(responseField(headers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
+    const unencoded = this.#checkUnencoded ? parse(responseField(headers, 'unencoded-digest'), 'Unencoded-Digest', this.#errors) : null
     if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
     if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
+    if (unencoded !== null) this.#received.push({ field: 'Unencoded-Digest', digests: unencoded })
     const inHead = params.algorithms.filter((a) => this.#received.some((r) => r.digests.has(a)))
     this.#trailerFields = !this.empty && (announced.includes('content-digest') || announced.includes('repr-digest') ||
-      (request.trailers && inHead.length === 0))
-    const algorithms = this.#trailerFields ? params.algorithms : inHead
-    if (algorithms.length > 0 && statusCode !== 304) {
-      this.#hasher = new MultiDigester(algorithms)
-      const wantsDecoded = this.#trailerFields ? this.#checkRepr : repr !== null
-      if (this.#coded && !params.strict && wantsDecoded && !this.empty) {
-        this.#decoder = sideDecoder(coding as string, usableOrAll(this.#trailerFields ? null : repr, algorithms), params.maxDecodedSize)
-        if (codingsOf(coding) === null) {
-          this.#undecodable = `content coding "${coding as string}" is not decoded here (gzip, deflate, br; at most ${MAX_CODINGS})`
+      announced.includes('unencoded-digest') || (request.trailers && inHead.length === 0))
+    if (statusCode !== 304) {
+      // Over the bytes received: Content-Digest, Repr-Digest (its coded
+      // reading), and Unencoded-Digest when no coding is applied; over the
+      // decoded bytes: Repr-Digest's default-mode reading and Unencoded-Digest.
+      const decodes = this.#coded && !this.empty
+      const decodesRepr = decodes && !params.strict
+      const all = params.algorithms
+      const received = this.#trailerFields
+        ? all
+        : all.filter((a) => content?.has(a) === true || repr?.has(a) === true || (!decodes && unencoded?.has(a) === true))
+      const decoded = !decodes
+        ? []
+        : this.#trailerFields
+          ? (decodesRepr && this.#checkRepr) || this.#checkUnencoded ? all : []
+          : all.filter((a) => (decodesRepr && repr?.has(a) === true) || unencoded?.has(a) === true)
+      if (received.length > 0) this.#hasher = new MultiDigester(received)
+      if (decoded.length > 0) {
+        this.#decoder = sideDecoder(coding as string, decoded, params.maxDecodedSize)
+        if (this.#decoder === null) {
+          this.#undecodable = `content coding "${coding as string}" is not decoded here (${DECODED_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
         }
       }
     }
@@ -168,6 +196,8 @@ export class ResponseCheck {
       const repr = this.#checkRepr ? parse(responseField(trailers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
       if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
       if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
+      const unencoded = this.#checkUnencoded ? parse(responseField(trailers, 'unencoded-digest'), 'Unencoded-Digest', this.#errors) : null
+      if (unencoded !== null) this.#received.push({ field: 'Unencoded-Digest', digests: unencoded })
     }
     const coded = this.#hasher?.digest() ?? null
     if (this.#decoder === null) {
@@ -190,6 +220,13 @@ export class ResponseCheck {
     let notChecked: DigestClientError | null = null
     for (const { field, digests } of this.#received) {
       if (failure !== null) break
+      if (field === 'Unencoded-Digest') {
+        const outcome = this.#unencodedOutcome(digests, coded, decoded, undecoded)
+        if (typeof outcome === 'boolean') verified ||= outcome
+        else if (outcome.code === 'FST_DIGEST_RESPONSE_UNCHECKED') notChecked = outcome
+        else failure = outcome
+        continue
+      }
       if (coded === null) continue // a 304: nothing to check
       let verification = verifyDigests(field, digests, coded, enabled)
       if (!verification.ok && field === 'Repr-Digest' && this.#coded && !this.#params.strict && decoded !== null) {
@@ -212,6 +249,24 @@ export class ResponseCheck {
     return failure
   }
 
+  /**
+   * Unencoded-Digest's outcome: verified (true) or not (false: no accepted
+   * algorithm), or its error: a failure, or unchecked.
+   */
+  #unencodedOutcome (digests: DigestMap, coded: DigestResults | null, decoded: DigestResults | null, undecoded: string | null): boolean | DigestClientError {
+    const enabled = this.#params.algorithms
+    // Coded content: the decoded reading only. No content (a 204) has no coding to undo.
+    const reading = this.#coded && !this.empty ? decoded : (coded ?? NO_DIGESTS)
+    const verification = verifyDigests('Unencoded-Digest', digests, reading ?? NO_DIGESTS, enabled)
+    const failure = failureOf(verification)
+    if (reading !== null || failure !== null) return failure ?? verification.ok
+    const algorithm = usableAlgorithms(digests, enabled)[0]
+    if (algorithm === undefined) return false
+    // Unknown (past maxDecodedSize, a coding not decoded here), or none: the
+    // content does not decode, so no unencoded representation can match.
+    return undecoded === null ? mismatch('Unencoded-Digest', algorithm) : unchecked('Unencoded-Digest', algorithm, undecoded)
+  }
+
   /** A 406 to a request with digest fields, or a digest problem. */
   #answerFailure (): DigestClientError | null {
     const { digestField, digestAlgorithm } = this.#request
@@ -220,8 +275,4 @@ export class ResponseCheck {
     return problemError(Buffer.concat(this.#problem), this.#coding,
       digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField)
   }
-}
-
-function usableOrAll (repr: DigestMap | null, algorithms: readonly DigestAlgorithm[]): DigestAlgorithm[] {
-  return repr === null ? [...algorithms] : usableAlgorithms(repr, algorithms)
 }
