@@ -81,6 +81,12 @@ const ROUTES: Record<string, Route> = {
   '/trailer-unannounced': withTrailers({ 'Unencoded-Digest': sf(OTHER) }, false, GZ, { 'content-encoding': 'gzip' }),
   '/head': send({ 'content-digest': sf(''), 'unencoded-digest': sf(OTHER) }),
   '/partial': send({ 'content-digest': sf(BODY), 'unencoded-digest': sf(OTHER), 'content-range': `bytes 0-${BODY.length - 1}/100` }, BODY, 206),
+  '/partial-trailer-gzip': (_req, res) => {
+    res.writeHead(206, { 'content-encoding': 'gzip', 'content-range': `bytes 0-${GZ.length - 1}/100`, trailer: 'content-digest' })
+    res.write(GZ)
+    res.addTrailers({ 'content-digest': sf(GZ), 'unencoded-digest': sf(OTHER) })
+    res.end()
+  },
   '/partial-only': send({ 'unencoded-digest': sf(OTHER), 'content-range': `bytes 0-${BODY.length - 1}/100` }, BODY, 206),
   '/not-modified': send({ 'unencoded-digest': sf(OTHER) }, '', 304),
   // No content: the digest of no bytes, a coding or not (nothing to decode).
@@ -218,6 +224,7 @@ test('HEAD, 206, 304: the whole representation\'s Unencoded-Digest is not checke
   for (const kind of KINDS) {
     t.equal((await call(kind, dispatcher, `${base}/head`, { method: 'HEAD' })).error, null, 'HEAD: Content-Digest of no content')
     t.equal((await call(kind, dispatcher, `${base}/partial`)).error, null, "206: the part's Content-Digest, not the whole's Unencoded-Digest")
+    t.equal((await call(kind, dispatcher, `${base}/partial-trailer-gzip`)).error, null, '206 with trailers: nothing decoded, the whole\'s Unencoded-Digest not checked')
     assertFailure(t, await call(kind, dispatcher, `${base}/partial-only`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', 'sha-256, sha-512')
     t.equal((await call(kind, dispatcher, `${base}/not-modified`)).error, null, '304: nothing checked')
     t.equal((await call(kind, dispatcher, `${base}/406`)).error, null, "a 406's own (empty) content")

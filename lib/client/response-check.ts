@@ -142,10 +142,11 @@ export class ResponseCheck {
       const received = this.#trailerFields
         ? all
         : all.filter((a) => content?.has(a) === true || repr?.has(a) === true || (!decodes && unencoded?.has(a) === true))
-      const decoded = !decodes
+      // (Where Unencoded-Digest is not checked, Repr-Digest is not either: NO_REPR holds NO_UNENCODED.)
+      const decoded = !decodes || !this.#checkUnencoded
         ? []
         : this.#trailerFields
-          ? (decodesRepr && this.#checkRepr) || this.#checkUnencoded ? all : []
+          ? all
           : all.filter((a) => (decodesRepr && repr?.has(a) === true) || unencoded?.has(a) === true)
       if (received.length > 0) this.#hasher = new MultiDigester(received)
       if (decoded.length > 0) {
