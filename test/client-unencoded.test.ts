@@ -13,10 +13,10 @@ import { Readable } from 'node:stream'
 import { brotliCompressSync, gzipSync } from 'node:zlib'
 import Fastify, { type FastifyServerOptions } from 'fastify'
 import compress from '@fastify/compress'
-import { H2CClient } from 'undici'
+import { H2CClient, fetch } from 'undici'
 import digestFields = require('../lib/index')
 import type { FastifyDigestFieldsOptions } from '../types/index'
-import { digestInterceptor } from '../lib/client/index'
+import { digestBody, digestHeaders, digestInterceptor } from '../lib/client/index'
 import { CODINGS, sf, zstd } from './helpers'
 import { KINDS, assertFailure, call, digestAgent, listenLocal } from './client-helpers'
 
@@ -287,6 +287,7 @@ async function plugin (t: { teardown (fn: () => unknown): void }, opts: FastifyD
   await app.register(digestFields, opts)
   app.get('/items', async () => ITEMS)
   app.get('/stream', async (_request, reply) => reply.type('text/plain').send(Readable.from(CHUNKS)))
+  app.post('/echo', async (request) => ({ fields: request.digestVerification?.fields.map((f) => [f.field, f.ok]) ?? null }))
   await app.listen({ port: 0, host: '127.0.0.1' })
   return `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
 }
@@ -342,4 +343,35 @@ test('against the plugin over HTTP/2 (h2c): Unencoded-Digest in headers and trai
       if (kind !== 'fetch') t.match(streamed.trailers['unencoded-digest'], /^sha-512=:/, 'read back from the HTTP/2 stream')
     }
   }
+})
+
+test('digestHeaders() and digestBody() with { unencoded: true }: an upload\'s Unencoded-Digest, for fetch', async (t) => {
+  const text = '{"title":"New Title"}'
+  t.same(digestHeaders(text, 'sha-512', { unencoded: true }), { 'content-digest': sf(text, 'sha-512'), 'unencoded-digest': sf(text, 'sha-512') })
+  t.same(digestHeaders(text, undefined, { unencoded: false }), { 'content-digest': sf(text) })
+  t.same(digestHeaders(text, 'sha-256', {}), { 'content-digest': sf(text) })
+  t.same((await digestBody(Buffer.from(text), 'sha-256', { unencoded: true })).headers, { 'content-digest': sf(text), 'unencoded-digest': sf(text) })
+  const form = await digestBody(new FormData(), 'sha-256', { unencoded: true })
+  t.equal(form.headers['unencoded-digest'], form.headers['content-digest'])
+  t.match(form.headers['content-type'], /^multipart\/form-data; boundary=/)
+  t.same(Object.keys((await digestBody(new Blob([text]), 'sha-256', { unencoded: true })).headers), ['content-digest', 'unencoded-digest'])
+  for (const [options, message] of [
+    [null, /"options": expected \{ unencoded \}, got null/],
+    ['yes', /"options": expected \{ unencoded \}, got "yes"/],
+    [{ unencode: true }, /"unencode": unknown option \(options: unencoded\)/],
+    [{ unencoded: 1 }, /"unencoded": expected a boolean, got number/]
+  ] as const) {
+    t.throws(() => digestHeaders(text, 'sha-256', options as never), { code: 'FST_DIGEST_INVALID_OPTION', message })
+    await t.rejects(digestBody(text, 'sha-256', options as never), { code: 'FST_DIGEST_INVALID_OPTION', message })
+  }
+
+  // The plugin checks a request's Unencoded-Digest over the content (no coding: the bytes received).
+  const base = await plugin(t, { verify: 'required' })
+  const { 'unencoded-digest': unencoded } = digestHeaders(text, 'sha-256', { unencoded: true })
+  const res = await fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': 'application/json', 'unencoded-digest': unencoded }, body: text })
+  t.equal(res.status, 200)
+  t.same(await res.json(), { fields: [['Unencoded-Digest', true]] })
+  const wrong = await fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': 'application/json', 'unencoded-digest': sf(OTHER) }, body: text })
+  t.equal(wrong.status, 400)
+  await wrong.arrayBuffer()
 })

@@ -80,9 +80,20 @@ export interface DigestedBody<B = DigestibleBody | Blob> {
   body: B
   headers: {
     'content-digest': string
+    /** With `{ unencoded: true }`: the same value (the content is sent with no content coding). */
+    'unencoded-digest'?: string
     /** For a FormData: multipart/form-data with the boundary of `body`. */
     'content-type'?: string
   }
+}
+
+/** digestHeaders()'s and digestBody()'s options. */
+export interface DigestHeadersOptions {
+  /**
+   * Also give `unencoded-digest` (draft-ietf-httpbis-unencoded-digest): the
+   * same value, for content sent without a Content-Encoding. Default false.
+   */
+  unencoded?: boolean
 }
 
 /**
@@ -92,7 +103,8 @@ export interface DigestedBody<B = DigestibleBody | Blob> {
  */
 export function digestBody<B extends DigestibleBody | Blob | DigestibleForm> (
   body: B,
-  algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]
+  algorithm?: DigestAlgorithm | readonly DigestAlgorithm[],
+  options?: DigestHeadersOptions
 ): Promise<DigestedBody<B extends DigestibleForm ? SerializedForm : B>>
 
 /**
@@ -100,5 +112,8 @@ export function digestBody<B extends DigestibleBody | Blob | DigestibleForm> (
  * hands the dispatcher every body as a stream): spread it into the headers.
  */
 export function digestHeaders (body: DigestibleBody, algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]): { 'content-digest': string }
+/** With `{ unencoded: true }`, `unencoded-digest` too: the same value (content sent without a Content-Encoding). */
+export function digestHeaders (body: DigestibleBody, algorithm: DigestAlgorithm | readonly DigestAlgorithm[] | undefined, options: { unencoded: true }): { 'content-digest': string, 'unencoded-digest': string }
+export function digestHeaders (body: DigestibleBody, algorithm?: DigestAlgorithm | readonly DigestAlgorithm[], options?: DigestHeadersOptions): { 'content-digest': string, 'unencoded-digest'?: string }
 
 export const clientErrors: { readonly [K in DigestClientErrorCode]: FastifyErrorConstructor<{ code: K }> }
