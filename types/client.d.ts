@@ -29,6 +29,12 @@ export interface DigestInterceptorOptions {
   verify?: 'if-present' | 'required'
   /** RFC 9530 to the letter: a coded response's Repr-Digest is over the coded bytes only. Default false. */
   strict?: boolean
+  /**
+   * What a coded response's Repr-Digest may be the digest of: `'either'` (default) the coded or
+   * the decoded bytes; `'decoded'` only the decoded ones (a server in the plugin's default mode:
+   * the coded bytes are not hashed for it); `'coded'` only the coded ones (what `strict: true` implies).
+   */
+  reprDigest?: 'either' | 'decoded' | 'coded'
   /** Ask for digests: Want-Content-Digest and/or Want-Repr-Digest on every request. */
   want?: WantOption
   /** The most decoded bytes hashed for the default-mode reading of a coded Repr-Digest; default 64 MiB. */

@@ -10,6 +10,9 @@
 //   bytes: the only reading in strict mode); the plugin's default mode digests
 //   the representation before coding (every coding listed undone, last
 //   applied first: side-decoder.ts), so by default either reading matches.
+//   `reprDigest: 'decoded'` takes the decoded reading alone: the coded bytes
+//   are then hashed for Content-Digest only. A coding that fails to decode
+//   has no decoded reading: that Repr-Digest is mismatched.
 //   When the decoded reading is unknown (past maxDecodedSize, or a coding not
 //   decoded here) a Repr-Digest that does not match the coded bytes may still
 //   be right: it is unchecked, not mismatched. Unchecked is not verified, so
@@ -88,6 +91,8 @@ export class ResponseCheck {
   readonly #errors: DigestClientError[] = []
   readonly #checkRepr: boolean
   readonly #coded: boolean
+  /** A coded Repr-Digest is read over the decoded bytes alone (`reprDigest: 'decoded'`). */
+  #onDecoded = false
   readonly #trailerFields: boolean
   /** No content can follow (HEAD, 204, 304): the verdict can be given from the head. */
   readonly empty: boolean
@@ -118,9 +123,14 @@ export class ResponseCheck {
       (request.trailers && inHead.length === 0))
     const algorithms = this.#trailerFields ? params.algorithms : inHead
     if (algorithms.length > 0 && statusCode !== 304) {
-      this.#hasher = new MultiDigester(algorithms)
+      // The coded bytes: every algorithm in the head, but a Repr-Digest's read only over decoded bytes.
+      this.#onDecoded = this.#coded && params.reprDigest === 'decoded'
+      const codedAlgorithms = this.#trailerFields || !this.#onDecoded || repr === null
+        ? algorithms
+        : params.algorithms.filter((a) => content?.has(a) === true)
+      if (codedAlgorithms.length > 0) this.#hasher = new MultiDigester(codedAlgorithms)
       const wantsDecoded = this.#trailerFields ? this.#checkRepr : repr !== null
-      if (this.#coded && !params.strict && wantsDecoded && !this.empty) {
+      if (this.#coded && params.reprDigest !== 'coded' && wantsDecoded && !this.empty) {
         this.#decoder = sideDecoder(coding as string, usableOrAll(this.#trailerFields ? null : repr, algorithms), params.maxDecodedSize)
         if (codingsOf(coding) === null) {
           this.#undecodable = `content coding "${coding as string}" is not decoded here (gzip, deflate, br; at most ${MAX_CODINGS})`
@@ -188,14 +198,10 @@ export class ResponseCheck {
     let verified = false
     let failure: DigestClientError | null = this.#errors[0] ?? null
     let notChecked: DigestClientError | null = null
+    if (this.#status === 304) return failure // nothing to check (RFC 9110 §15.4.5)
     for (const { field, digests } of this.#received) {
       if (failure !== null) break
-      if (coded === null) continue // a 304: nothing to check
-      let verification = verifyDigests(field, digests, coded, enabled)
-      if (!verification.ok && field === 'Repr-Digest' && this.#coded && !this.#params.strict && decoded !== null) {
-        const other = verifyDigests(field, digests, decoded, enabled)
-        if (other.ok || failureOf(verification) === null) verification = other
-      }
+      const verification = this.#verify(field, digests, coded ?? NONE, decoded)
       const bad = badResult(verification)
       if (field === 'Repr-Digest' && undecoded !== null && bad?.outcome === 'mismatched') {
         // Not the coded bytes' digest; maybe the decoded ones', unknown here.
@@ -212,6 +218,17 @@ export class ResponseCheck {
     return failure
   }
 
+  /** One field against the readings it may be of (see the head of this file). */
+  #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
+    const enabled = this.#params.algorithms
+    if (field !== 'Repr-Digest' || !this.#coded) return verifyDigests(field, digests, coded, enabled)
+    if (this.#onDecoded) return decoded === null ? noReading(digests, enabled) : verifyDigests(field, digests, decoded, enabled)
+    const verification = verifyDigests(field, digests, coded, enabled)
+    if (verification.ok || this.#params.reprDigest === 'coded' || decoded === null) return verification
+    const other = verifyDigests(field, digests, decoded, enabled)
+    return other.ok || failureOf(verification) === null ? other : verification
+  }
+
   /** A 406 to a request with digest fields, or a digest problem. */
   #answerFailure (): DigestClientError | null {
     const { digestField, digestAlgorithm } = this.#request
@@ -220,6 +237,18 @@ export class ResponseCheck {
     return problemError(Buffer.concat(this.#problem), this.#coding,
       digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField)
   }
+}
+
+const NONE: DigestResults = new Map()
+
+/**
+ * A Repr-Digest read over decoded bytes that are unknown (past the limit, a
+ * coding not decoded here, or one that failed to decode): no value matches.
+ */
+function noReading (digests: DigestMap, enabled: readonly DigestAlgorithm[]): FieldVerification {
+  const { results } = verifyDigests('Repr-Digest', digests, NONE, enabled)
+  const open = usableAlgorithms(digests, enabled).map((algorithm): AlgorithmResult => ({ algorithm, outcome: 'mismatched' }))
+  return { field: 'Repr-Digest', ok: false, results: [...results, ...open] }
 }
 
 function usableOrAll (repr: DigestMap | null, algorithms: readonly DigestAlgorithm[]): DigestAlgorithm[] {
