@@ -188,7 +188,8 @@ const FACTS: RequestFacts = {
   wantUnencodedDigest: undefined,
   reprDigest: undefined,
   te: undefined,
-  httpVersion: '1.1'
+  httpVersion: '1.1',
+  acceptSignature: undefined
 }
 
 /** The plan's parts a row names. */

@@ -55,7 +55,8 @@ function requestFacts (request: FastifyRequest): RequestFacts {
     wantUnencodedDigest: headers['want-unencoded-digest'],
     reprDigest: headers['repr-digest'],
     te: headers.te,
-    httpVersion: request.raw.httpVersion
+    httpVersion: request.raw.httpVersion,
+    acceptSignature: headers['accept-signature']
   }
 }
 
@@ -77,13 +78,14 @@ function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: P
     method === 'HEAD' || status === 206 || noContentStatus(status) ||
     headers['want-content-digest'] !== undefined || headers['want-repr-digest'] !== undefined ||
     headers['want-unencoded-digest'] !== undefined ||
+    (usual.signs && headers['accept-signature'] !== undefined) ||
     (usual.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
     getDeclared(reply) !== null || stateOf(request) !== kNothing ||
     // Coded bytes of the route's own are not the unencoded representation.
     (usual.unencoded && !uncoded(reply.getHeader('content-encoding')))
   ) return false
-  addVary(reply)
-  if (usual.write !== null) writeShared(reply, usual.write(payload), usual.content, usual.repr, usual.unencoded)
+  addVary(reply, usual.signs)
+  if (usual.write !== null) writeShared(reply, usual.write(payload), usual.content, usual.repr, usual.unencoded, usual.signatures)
   return true
 }
 
@@ -91,16 +93,17 @@ function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: P
 function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
   if (state.omitted === null) return
   const { plan } = state
-  const wanted: ResponseDigestField[] = []
+  const wanted: Array<ResponseDigestField | 'Signature'> = []
   if (plan.content.length > 0) wanted.push('Content-Digest')
   if (plan.repr.length > 0) wanted.push('Repr-Digest')
   if (plan.unencoded.length > 0) wanted.push('Unencoded-Digest')
+  if (plan.signatures.length > 0) wanted.push('Signature')
   state.context.omissions.report(request, reply, state.omitted, missingFields(reply, wanted), state.params.trailers)
 }
 
-function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, signing: boolean): void {
   const state = stateOf(request)
-  addVary(reply)
+  addVary(reply, signing)
   if (state === kNothing) {
     done(null, payload)
     return
@@ -139,6 +142,12 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     }
   })
   const context: ResponseContext = { files, omissions: new OmissionLog() }
+  // SRI keys are plugin-level: every response may depend on Accept-Signature.
+  const signing = params.integrityKeys.size > 0
+
+  function digestContentStage (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+    contentStage(request, reply, payload, done, signing)
+  }
 
   /**
    * After the representation stage: on to compress and the content stage, or
@@ -146,7 +155,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
    * without other onSend hooks).
    */
   function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean): void {
-    if (both) contentStage(request, reply, payload, done)
+    if (both) contentStage(request, reply, payload, done, signing)
     else done(null, payload)
   }
 
@@ -200,7 +209,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       // The representation stage first among the route's onSend hooks
       // (before compress), the content stage last (after it); with no other
       // onSend hook on the route, one hook runs both (lib/route-hooks.ts).
-      return { onSendAround: { before: digestReprStage, after: contentStage, alone: digestBothStages } }
+      return { onSendAround: { before: digestReprStage, after: digestContentStage, alone: digestBothStages } }
     }
   }
 }

@@ -10,7 +10,7 @@ import type { DigestOmission, ResponseDigestField } from '../../types/index'
 export type OmissionReason = DigestOmission['reason']
 
 /** The fields of `wanted` that the reply carries neither as a header nor as a trailer. */
-export function missingFields (reply: FastifyReply, wanted: readonly ResponseDigestField[]): ResponseDigestField[] {
+export function missingFields<F extends ResponseDigestField | 'Signature'> (reply: FastifyReply, wanted: readonly F[]): F[] {
   return wanted.filter((field) => !reply.hasHeader(field) && !reply.hasTrailer(field))
 }
 
@@ -53,7 +53,7 @@ export class OmissionLog {
    * Record on the reply that `fields` were left out for `reason`, and warn
    * once per route and reason. `trailers` is the route's trailers option.
    */
-  report (request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, fields: ResponseDigestField[], trailers: boolean): void {
+  report (request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, fields: DigestOmission['fields'], trailers: boolean): void {
     if (fields.length === 0) return
     ;(reply as { digestsOmitted: DigestOmission | null }).digestsOmitted = { reason, fields }
     const route = request.is404 ? '(404)' : `${request.method} ${request.routeOptions.url as string}`
