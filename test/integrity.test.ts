@@ -4,13 +4,13 @@
 // response's own header fields, with node:crypto, and with
 // http-message-signatures' verifier.
 import { test } from 'tap'
-import { createHash, generateKeyPairSync, verify, type KeyObject } from 'node:crypto'
+import { createHash, createSecretKey, generateKeyPairSync, verify, type KeyObject } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { IncomingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import Fastify, { type FastifyInstance } from 'fastify'
 import compress from '@fastify/compress'
 import fastifyStatic from '@fastify/static'
@@ -20,7 +20,7 @@ import type { FastifyDigestFieldsOptions } from '../types/index'
 import digestFields = require('../lib/index')
 import { normalizeOptions, normalizeRouteOptions } from '../lib/options'
 import {
-  heldKeyOf, keyIdOf, requestedSignatures, signaturesFor, sriAlgorithms, signatureFields, type IntegrityKeys
+  heldKeyOf, keyIdOf, requestedSignatures, signaturesFor, sriAlgorithms, signatureFields, type IntegrityKeys, type IntegritySignature
 } from '../lib/response/integrity'
 import { buildApp, sf } from './helpers'
 
@@ -49,7 +49,7 @@ const PARAMS = (key: string): string => `("unencoded-digest";sf);keyid="${key}";
  * the Unencoded-Digest value re-serialized as a Dictionary (§2.1.1, `sf`),
  * and the Signature-Input member as sent.
  */
-function verifiedByHand (headers: IncomingHttpHeaders, label: string, publicKey: KeyObject): boolean {
+function verifiedByHand (headers: IncomingHttpHeaders | OutgoingHttpHeaders, label: string, publicKey: KeyObject): boolean {
   const unencoded = serializeDictionary(parseDictionary(headers['unencoded-digest'] as string))
   const inputs = parseDictionary(headers['signature-input'] as string)
   const signatures = parseDictionary(headers['signature'] as string)
@@ -65,7 +65,7 @@ function verifiedByHand (headers: IncomingHttpHeaders, label: string, publicKey:
  * The same check by http-message-signatures (RFC 9421 §3.2), every signature
  * of the response, each with the key of `keys` its keyid names.
  */
-async function verifiedByLibrary (headers: IncomingHttpHeaders, ...keys: KeyObject[]): Promise<boolean | null> {
+async function verifiedByLibrary (headers: IncomingHttpHeaders | OutgoingHttpHeaders, ...keys: KeyObject[]): Promise<boolean | null> {
   const response = { status: 200, headers: headers as Record<string, string> }
   return await httpbis.verifyMessage({
     all: true,
@@ -94,6 +94,7 @@ test('integrityKeys: Ed25519 private keys, as KeyObjects or PEM; anything else i
   const bad: Array<[string, unknown, RegExp]> = [
     ['an RSA key', rsa.privateKey, /a rsa key, not Ed25519/],
     ['an Ed25519 public KeyObject', ed.publicKey, /a public key/],
+    ['a secret key', createSecretKey(Buffer.alloc(32)), /a secret key, not Ed25519/],
     ['an Ed25519 public key in PEM', ed.publicKey.export({ type: 'spki', format: 'pem' }), /a public key/],
     ['a string that is no PEM', 'not a key', /no PEM private key/],
     ['a number', 42, /got number/],
@@ -164,7 +165,7 @@ test('the profile\'s core: which Accept-Signature members are answered, the algo
     ['sf and another parameter', `sig0=("unencoded-digest";sf;req);keyid="${KEY}";tag="ed25519-integrity"`],
     ['another tag', `sig0=("unencoded-digest";sf);keyid="${KEY}";tag="sri"`],
     ['alg too', `sig0=("unencoded-digest";sf);keyid="${KEY}";tag="ed25519-integrity";alg="ed25519"`],
-    ['no keyid', `sig0=("unencoded-digest";sf);tag="ed25519-integrity";created`],
+    ['no keyid', 'sig0=("unencoded-digest";sf);tag="ed25519-integrity";created'],
     ['keyid not a string', `sig0=("unencoded-digest";sf);keyid=:${KEY}:;tag="ed25519-integrity"`]
   ]) t.same(labels(value), [], `${name as string}: ignored`)
 
@@ -176,10 +177,10 @@ test('the profile\'s core: which Accept-Signature members are answered, the algo
   const [a, b] = requestedSignatures(`${ask(KEY)}, ${ask(OTHER, 'sig1')}`, keys)
   const own = { label: 'sig0', keyid: KEY, privateKey: ed.privateKey }
   t.same(signaturesFor([], own), [own], 'unsolicited alone')
-  t.same(signaturesFor([b as never], null), [b], 'asked alone')
-  t.same(signaturesFor([b as never], own), [b, own], 'both, labels and keys apart')
-  t.same(signaturesFor([a as never], own), [a], 'the same key asked for: once')
-  t.same(signaturesFor([{ ...(b as never), label: 'sig0' }], own).length, 1, 'its label taken: the one asked for wins')
+  t.same(signaturesFor([b as IntegritySignature], null), [b], 'asked alone')
+  t.same(signaturesFor([b as IntegritySignature], own), [b, own], 'both, labels and keys apart')
+  t.same(signaturesFor([a as IntegritySignature], own), [a], 'the same key asked for: once')
+  t.same(signaturesFor([{ ...(b as IntegritySignature), label: 'sig0' }], own).length, 1, 'its label taken: the one asked for wins')
 
   const fields = signatureFields([own], sf('x'))
   t.equal(fields.input, `sig0=${PARAMS(KEY)}`, 'Signature-Input: the profile\'s parameters, in order, no alg, no created')
