@@ -169,6 +169,15 @@ test('the profile\'s core: which Accept-Signature members are answered, the algo
     ['keyid not a string', `sig0=("unencoded-digest";sf);keyid=:${KEY}:;tag="ed25519-integrity"`]
   ]) t.same(labels(value), [], `${name as string}: ignored`)
 
+  // The browser's one member is read without the parser: the same answers
+  // as through it (a list of field lines always goes through it).
+  for (const value of [
+    ask(KEY), ask(KEY, 'x'), ask(STRANGER), ask(KEY.replace(/=+$/, '')), `Sig=${PARAMS(KEY)}`, `=${PARAMS(KEY)}`,
+    `sig0=${PARAMS(`${KEY}\\`)}`, `sig0=${PARAMS(`${KEY}"`)}`, `${ask(KEY)}, ${ask(OTHER, 'sig1')}`,
+    `a=b, sig1=${PARAMS(OTHER)}`, ` ${ask(KEY)}`, `sig0=${PARAMS('\u0001')}`
+  ]) {
+    t.same(requestedSignatures(value, keys), requestedSignatures([value], keys), `as parsed: ${value.slice(0, 40)}`)
+  }
   t.same(sriAlgorithms(['sha-256'], ['sha-256', 'sha-512']), ['sha-256'])
   t.same(sriAlgorithms(['sha-512', 'md5'], ['md5', 'sha-512']), ['sha-512'], 'others dropped')
   t.same(sriAlgorithms([], ['md5', 'sha-512', 'sha-256']), ['sha-512'], 'none: the first sha-2 enabled')
@@ -323,6 +332,18 @@ test('files of @fastify/static are signed, compressed or not, and a 206 too', as
   t.equal(part.statusCode, 206)
   t.equal(part.headers['unencoded-digest'], sf(SCRIPT), '206: the whole representation\'s')
   t.ok(verifiedByHand(part.headers, 'sig0', ed.publicKey), '206: signed')
+})
+
+test('Accept-Signature on a route whose usual fields share no value with a signed Unencoded-Digest: the full path signs', async (t) => {
+  const server = await buildApp(t, { algorithms: ['md5', 'sha-256'], reprDigest: 'md5', integrityKeys: ed.privateKey })
+  server.get('/s.js', async () => SCRIPT)
+  const res = await server.inject({ url: '/s.js', headers: { 'accept-signature': ask(KEY) } })
+  t.equal(res.headers['repr-digest'], sf(SCRIPT, 'md5'))
+  t.equal(res.headers['unencoded-digest'], sf(SCRIPT))
+  t.ok(verifiedByHand(res.headers, 'sig0', ed.publicKey))
+  const plain = await server.inject({ url: '/s.js' })
+  t.equal(plain.headers['repr-digest'], sf(SCRIPT, 'md5'), 'unsigned: the usual response')
+  t.equal(plain.headers['unencoded-digest'], undefined)
 })
 
 test('what the plugin does not sign: a 406, a response without content, a reply with its own Signature fields, a route with digest: false', async (t) => {

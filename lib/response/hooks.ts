@@ -19,6 +19,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResponseDigestField } from '../../types/index'
 import type { DigestParams } from '../digest-params'
+import { requestedSignatures, signaturesFor } from './integrity'
 import type { RouteHookInstaller } from '../route-hooks'
 import { getDeclared } from '../declared'
 import { kResponseState } from '../symbols'
@@ -66,26 +67,38 @@ function requestFacts (request: FastifyRequest): RequestFacts {
  * field, no Repr-Digest to compare, nothing declared, the reply's first
  * send. Its bytes are the representation, so the fields are the route's
  * unsolicited ones with one value (what bufferedContent's shared value would
- * be), without per-request state. False, having changed nothing, for any
- * other response: the stages then run in full.
+ * be), without per-request state; signed when the route signs unasked, or
+ * when Accept-Signature asks for a held key (the route's `signed` fields).
+ * False, having changed nothing, for any other response: the stages then
+ * run in full.
  */
 function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: Payload, usual: Unsolicited): boolean {
   if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return false
   const headers = request.headers
   const method = request.method
   const status = reply.statusCode
+  let fields: Unsolicited | null = usual
+  let signatures = usual.signatures
+  const asked = usual.keys.size === 0 ? undefined : headers['accept-signature']
+  if (asked !== undefined) {
+    const requested = requestedSignatures(asked, usual.keys)
+    if (requested.length > 0) {
+      if (signatures.length === 0) fields = usual.signed
+      signatures = signaturesFor(requested, signatures[0] ?? null)
+    }
+  }
   if (
+    fields === null ||
     method === 'HEAD' || status === 206 || noContentStatus(status) ||
     headers['want-content-digest'] !== undefined || headers['want-repr-digest'] !== undefined ||
     headers['want-unencoded-digest'] !== undefined ||
-    (usual.signs && headers['accept-signature'] !== undefined) ||
     (usual.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
     getDeclared(reply) !== null || stateOf(request) !== kNothing ||
     // Coded bytes of the route's own are not the unencoded representation.
-    (usual.unencoded && !uncoded(reply.getHeader('content-encoding')))
+    (fields.unencoded && !uncoded(reply.getHeader('content-encoding')))
   ) return false
-  addVary(reply, usual.signs)
-  if (usual.write !== null) writeShared(reply, usual.write(payload), usual.content, usual.repr, usual.unencoded, usual.signatures)
+  addVary(reply, usual.keys.size > 0)
+  if (fields.write !== null) writeShared(reply, fields.write(payload), fields.content, fields.repr, fields.unencoded, signatures)
   return true
 }
 

@@ -130,6 +130,10 @@ function profileComponents (value: unknown): boolean {
  */
 export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
+  if (typeof value === 'string') {
+    const quick = browserRequest(value, keys)
+    if (quick !== undefined) return quick
+  }
   let dictionary: ReturnType<typeof parseDictionary>
   try {
     dictionary = parseDictionary(Array.isArray(value) ? value.join(', ') : value)
@@ -145,6 +149,25 @@ export function requestedSignatures (value: string | string[] | undefined, keys:
     out.push({ label, keyid: keyid as string, privateKey: held.privateKey })
   }
   return out
+}
+
+const MEMBER_START = '=("unencoded-digest";sf);keyid="'
+const MEMBER_END = `";tag="${INTEGRITY_TAG}"`
+
+/**
+ * requestedSignatures() of the one member a browser sends,
+ * `LABEL=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`, read
+ * without the Dictionary parser: undefined for any other text (then parsed).
+ * A KEY without `"` or `\` makes it that one member, whatever the label.
+ */
+function browserRequest (value: string, keys: IntegrityKeys): readonly IntegritySignature[] | undefined {
+  const eq = value.indexOf('=')
+  if (eq < 1 || !value.startsWith(MEMBER_START, eq) || !value.endsWith(MEMBER_END)) return undefined
+  const keyid = value.slice(eq + MEMBER_START.length, value.length - MEMBER_END.length)
+  const label = value.slice(0, eq)
+  if (keyid.includes('"') || keyid.includes('\\') || !validLabel(label)) return undefined
+  const held = findKey(keys, keyid)
+  return held === undefined ? NO_SIGNATURES : [{ label, keyid, privateKey: held.privateKey }]
 }
 
 /**

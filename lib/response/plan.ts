@@ -16,7 +16,7 @@ import type { DigestParams } from '../digest-params'
 import { fieldWriter, parseWantField, writtenAlike, type FieldWriter } from '../fields'
 import { selectAlgorithms } from '../negotiation'
 import { preconditionAlgorithm, preconditionOf, type Precondition } from './precondition'
-import { NO_SIGNATURES, requestedSignatures, signaturesFor, sriAlgorithms, type IntegritySignature } from './integrity'
+import { NO_SIGNATURES, requestedSignatures, signaturesFor, sriAlgorithms, type IntegrityKeys, type IntegritySignature } from './integrity'
 
 /** No algorithm (shared: never mutated). */
 export const NONE: readonly DigestAlgorithm[] = []
@@ -321,13 +321,19 @@ export interface Unsolicited {
   readonly unencoded: boolean
   /** The route's unsolicited SRI signature over the value (empty: none). */
   readonly signatures: readonly IntegritySignature[]
-  /** The plugin holds SRI keys: a request with Accept-Signature is not the usual one. */
-  readonly signs: boolean
+  /** The plugin's SRI keys (empty: none), which a request's Accept-Signature may ask for. */
+  readonly keys: IntegrityKeys
+  /**
+   * The fields of a usual response signed on request, when the route signs
+   * nothing unasked (its Unencoded-Digest is then sha-2 only, and always
+   * there); null when they share no value, or there are no keys.
+   */
+  readonly signed: Unsolicited | null
 }
 
-export function unsolicitedOf (params: DigestParams): Unsolicited | null {
-  const { contentDigest, reprDigest, integritySignature } = params
-  const unencodedDigest = integritySignature === null ? params.unencodedDigest : sriAlgorithms(params.unencodedDigest, params.algorithms)
+function usualFields (params: DigestParams, signing: boolean): Unsolicited | null {
+  const { contentDigest, reprDigest, integritySignature, integrityKeys } = params
+  const unencodedDigest = signing ? sriAlgorithms(params.unencodedDigest, params.algorithms) : params.unencodedDigest
   const algs = sharedAlgorithms(contentDigest, reprDigest, unencodedDigest, params.strict)
   if (algs === null) return null
   return {
@@ -337,6 +343,11 @@ export function unsolicitedOf (params: DigestParams): Unsolicited | null {
     repr: reprDigest.length > 0,
     unencoded: unencodedDigest.length > 0,
     signatures: integritySignature === null ? NO_SIGNATURES : [integritySignature],
-    signs: params.integrityKeys.size > 0
+    keys: integrityKeys,
+    signed: signing || integrityKeys.size === 0 ? null : usualFields(params, true)
   }
+}
+
+export function unsolicitedOf (params: DigestParams): Unsolicited | null {
+  return usualFields(params, params.integritySignature !== null)
 }
