@@ -20,7 +20,7 @@ import type { FastifyDigestFieldsOptions } from '../types/index'
 import digestFields = require('../lib/index')
 import { normalizeOptions, normalizeRouteOptions } from '../lib/options'
 import {
-  heldKeyOf, keyIdOf, requestedSignatures, signaturesFor, sriAlgorithms, signatureFields, type IntegrityKeys, type IntegritySignature
+  heldKeyOf, keyIdOf, requestedSignatures, signed, SIGNATURE_CACHE_SIZE, signaturesFor, sriAlgorithms, signatureFields, type IntegrityKeys, type IntegritySignature
 } from '../lib/response/integrity'
 import { buildApp, sf } from './helpers'
 
@@ -195,6 +195,17 @@ test('the profile\'s core: which Accept-Signature members are answered, the algo
   t.equal(fields.input, `sig0=${PARAMS(KEY)}`, 'Signature-Input: the profile\'s parameters, in order, no alg, no created')
   t.ok(verifiedByHand({ 'unencoded-digest': sf('x'), 'signature-input': fields.input, signature: fields.signature }, 'sig0', ed.publicKey))
   t.equal(keyIdOf(ed.privateKey), KEY)
+})
+
+test('signatures are kept for the same signature base (Ed25519 is deterministic), at most SIGNATURE_CACHE_SIZE of them', async (t) => {
+  const base = (i: number): string => `"unencoded-digest";sf: ${sf(String(i))}\n"@signature-params": ${PARAMS(KEY)}`
+  const check = (i: number, value: string): boolean => verify(null, Buffer.from(base(i)), ed.publicKey, Buffer.from(value, 'base64'))
+  const first = signed(base(-1), ed.privateKey)
+  t.ok(check(-1, first))
+  t.equal(signed(base(-1), ed.privateKey), first, 'the same base again: the same signature')
+  for (let i = 0; i < SIGNATURE_CACHE_SIZE; i++) signed(base(i), ed.privateKey)
+  t.ok(check(SIGNATURE_CACHE_SIZE - 1, signed(base(SIGNATURE_CACHE_SIZE - 1), ed.privateKey)), 'the last one kept')
+  t.equal(signed(base(-1), ed.privateKey), first, 'the first, pushed out, signed again: the same value')
 })
 
 test('a request asking for a held key gets Unencoded-Digest, Signature-Input and Signature under its label; the signature verifies', async (t) => {

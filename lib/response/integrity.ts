@@ -198,13 +198,32 @@ export function signatureBase (unencoded: string, params: string): string {
   return `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${params}`
 }
 
+/** How many signatures `signed` keeps (the oldest out first). */
+export const SIGNATURE_CACHE_SIZE = 1024
+
+// Ed25519 signatures are deterministic (RFC 8032 §5.1.6): a signature base
+// always gets the same signature from one key, and the base names the key
+// (its keyid). The same resource sent again (a script, a stylesheet) is not
+// signed again.
+const cache = new Map<string, string>()
+
+/** The base64 Ed25519 signature of `base` by `privateKey`, the key `base`'s keyid names. */
+export function signed (base: string, privateKey: KeyObject): string {
+  let value = cache.get(base)
+  if (value !== undefined) return value
+  value = sign(null, Buffer.from(base, 'latin1'), privateKey).toString('base64')
+  if (cache.size >= SIGNATURE_CACHE_SIZE) cache.delete(cache.keys().next().value as string)
+  cache.set(base, value)
+  return value
+}
+
 /** The Signature-Input and Signature field values for `signatures` over the Unencoded-Digest value `unencoded`. */
 export function signatureFields (signatures: readonly IntegritySignature[], unencoded: string): { input: string, signature: string } {
   let input = ''
   let signature = ''
   for (const s of signatures) {
     const params = signatureParams(s.keyid)
-    const value = sign(null, Buffer.from(signatureBase(unencoded, params), 'latin1'), s.privateKey).toString('base64')
+    const value = signed(signatureBase(unencoded, params), s.privateKey)
     if (input !== '') {
       input += ', '
       signature += ', '
