@@ -321,9 +321,14 @@ test('a stream is buffered to sign it (never trailers); beyond maxBufferSize or 
   const live = await server.inject({ url: '/live', headers })
   t.equal(live.headers['signature'], undefined, 'a live stream: none')
   t.same(omitted.shift(), { reason: 'live-stream', fields: ['Unencoded-Digest', 'Signature'] })
+  const liveHead = await server.inject({ method: 'HEAD', url: '/live', headers })
+  t.equal(liveHead.headers['signature'], undefined, 'the HEAD of a live stream: none')
+  t.same(omitted.shift(), { reason: 'live-stream', fields: ['Unencoded-Digest', 'Signature'] })
   const warnings = logs.filter((l) => /not sent/.test(l.msg))
-  t.equal(warnings.length, 2, 'one warning per route and reason')
-  t.match(warnings[0]?.msg, /Unencoded-Digest, Signature not sent on GET \/large/)
+  t.equal(warnings.length, 3, 'one warning per route and reason')
+  t.match(warnings[2]?.msg, /not sent on HEAD \/live: .* Fix: declare the digest with reply.setReprDigest\(\)/, 'a HEAD: the fix of any HEAD')
+  t.match(warnings[0]?.msg, /Unencoded-Digest, Signature not sent on GET \/large: .* Fix: raise maxBufferSize .*: a signature covers Unencoded-Digest in the header section/)
+  t.match(warnings[1]?.msg, /Unencoded-Digest, Signature not sent on GET \/live: .* Fix: set digest: \{ live: false \} .*: a signature covers Unencoded-Digest in the header section/)
 })
 
 test('files of @fastify/static are signed, compressed or not, and a 206 too', async (t) => {

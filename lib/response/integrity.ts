@@ -206,13 +206,20 @@ export const SIGNATURE_CACHE_SIZE = 1024
 // (its keyid). The same resource sent again (a script, a stylesheet) is not
 // signed again.
 const cache = new Map<string, string>()
+// The bases in the order they were kept, a ring: the oldest goes out in
+// constant time (a Map's first key is found past the holes its deletions left).
+const kept: string[] = []
+let oldest = 0
 
 /** The base64 Ed25519 signature of `base` by `privateKey`, the key `base`'s keyid names. */
 export function signed (base: string, privateKey: KeyObject): string {
   let value = cache.get(base)
   if (value !== undefined) return value
   value = sign(null, Buffer.from(base, 'latin1'), privateKey).toString('base64')
-  if (cache.size >= SIGNATURE_CACHE_SIZE) cache.delete(cache.keys().next().value as string)
+  const out = kept[oldest]
+  if (out !== undefined) cache.delete(out)
+  kept[oldest] = base
+  oldest = (oldest + 1) % SIGNATURE_CACHE_SIZE
   cache.set(base, value)
   return value
 }
