@@ -14,7 +14,7 @@ import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from './er
 import { nearestKey } from './nearest-key'
 import { checkAlgorithms, describe, type Fail } from './option-checks'
 import type { DigestParams } from './digest-params'
-import { findKey, heldKeyOf, SRI_ALGORITHMS, validLabel, type HeldKey, type IntegrityKeys, type IntegritySignature } from './response/integrity'
+import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, validLabel, type HeldKey, type IntegrityKeys, type IntegritySignature } from './response/integrity'
 
 export type { DigestParams } from './digest-params'
 
@@ -146,7 +146,7 @@ function checkIntegrityKeys (value: unknown, algorithms: readonly DigestAlgorith
   for (const item of Array.isArray(value) ? value : [value]) {
     const held = heldKeyOf(item)
     if (typeof held === 'string') throw fail('integrityKeys', held)
-    const id = held.keyid.replace(/=+$/, '')
+    const id = unpadded(held.keyid)
     if (keys.has(id)) throw fail('integrityKeys', `the key ${held.keyid} is listed twice`)
     keys.set(id, held)
   }

@@ -56,7 +56,8 @@ export function validLabel (label: unknown): label is string {
   return typeof label === 'string' && SF_KEY.test(label)
 }
 
-function unpadded (keyid: string): string {
+/** Where a keyid is held in IntegrityKeys: without its base64 padding. */
+export function unpadded (keyid: string): string {
   let end = keyid.length
   while (end > 0 && keyid.charCodeAt(end - 1) === 0x3d) end--
   return keyid.slice(0, end)
