@@ -15,7 +15,7 @@
 // the plugin is held against; by default `hash`).
 
 const { once } = require('node:events')
-const { createHash, hash, timingSafeEqual } = require('node:crypto')
+const { createHash, createPrivateKey, createPublicKey, hash, sign, timingSafeEqual, verify } = require('node:crypto')
 const { Writable } = require('node:stream')
 const { pipeline } = require('node:stream/promises')
 const { KiB, MiB, randomBytes, jsonObject, text, uploadChunks, multipartBody } = require('./payloads')
@@ -296,6 +296,85 @@ const smallJsonWithDigests = {
   hashes: () => [{ bytes: KiB }]
 }
 
+/**
+ * Scenario 2s: a fixed Ed25519 key (the same in the runner and every server
+ * process: PKCS#8 DER of a 32-byte seed), its keyid, and the request a page's
+ * `<script integrity="ed25519-KEYID" crossorigin>` makes.
+ */
+const SRI_KEY = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.alloc(32, 7)]), format: 'der', type: 'pkcs8' })
+const SRI_PUBLIC = createPublicKey(SRI_KEY)
+const SRI_KEYID = SRI_PUBLIC.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64')
+const SRI_PARAMS = `("unencoded-digest";sf);keyid="${SRI_KEYID}";tag="ed25519-integrity"`
+const SRI_SCRIPT = text(KiB, 17)
+
+/**
+ * Scenario 2s's reference: the same signature by hand (WICG signature-based
+ * SRI): Unencoded-Digest, the RFC 9421 signature base, Ed25519, the fields.
+ */
+function sriOnSendByHand (request, reply, payload, done) {
+  const unencoded = `sha-256=:${hash('sha256', payload, 'base64')}:`
+  const base = `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${SRI_PARAMS}`
+  reply.header('vary', 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest, Accept-Signature')
+  reply.header('unencoded-digest', unencoded)
+  reply.header('signature-input', `sig0=${SRI_PARAMS}`)
+  reply.header('signature', `sig0=:${sign(null, Buffer.from(base, 'latin1'), SRI_KEY).toString('base64')}:`)
+  done(null, payload)
+}
+
+/** A response signed for SRI over `body`'s sha-256. */
+function sriSigned (res, body) {
+  const unencoded = field(body)
+  assert(res.headers['unencoded-digest'] === unencoded, `wrong Unencoded-Digest ${res.headers['unencoded-digest']}`)
+  assert(res.headers['signature-input'] === `sig0=${SRI_PARAMS}`, `wrong Signature-Input ${res.headers['signature-input']}`)
+  const signature = Buffer.from(/^sig0=:(.*):$/.exec(res.headers.signature ?? '')?.[1] ?? '', 'base64')
+  const base = `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${SRI_PARAMS}`
+  assert(verify(null, Buffer.from(base), SRI_PUBLIC, signature), 'the signature does not verify')
+  assert(/accept-signature/i.test(res.headers.vary ?? ''), 'Vary lacks Accept-Signature')
+}
+
+/**
+ * Scenarios 2s and 2t: a 1 KiB script signed for SRI on request, as Chromium
+ * asks for it, against the same signature by hand. 2s sends the same script
+ * every time (the plugin signs it once: Ed25519 is deterministic), 2t a
+ * script that differs in every response (a counter at its end), so that
+ * every response is signed on both sides.
+ */
+function sriScenario (id, distinct) {
+  return {
+    id,
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
+    title: `GET 1 KiB script, signed for SRI (Ed25519 over Unencoded-Digest) as a browser asks, ${distinct ? 'a different script each time' : 'the same script'}`,
+    sides: [
+      { key: 'plugin', label: 'plugin, integrityKeys', plugin: { integrityKeys: [SRI_KEY] } },
+      bare,
+      { key: 'hash', label: 'bare + the signature by hand' },
+      // Information: the plugin without keys, the same signature by hand in
+      // an onSend hook after the plugin's: what the plugin costs a request
+      // apart from signing.
+      ...(distinct ? [{ key: 'pluginByHand', label: 'plugin (no keys) + the signature by hand', plugin: {} }] : [])
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      if (side.key === 'hash' || side.key === 'pluginByHand') app.addHook('onSend', sriOnSendByHand)
+      let n = 0
+      app.get('/app.js', (request, reply) => {
+        reply.type('text/javascript').send(distinct ? `${SRI_SCRIPT}// ${n++}\n` : SRI_SCRIPT)
+      })
+    },
+    request: { method: 'GET', path: '/app.js', headers: { 'accept-signature': `sig0=${SRI_PARAMS}` } },
+    check (side, res) {
+      const body = res.body.toString()
+      assert(distinct ? body.startsWith(SRI_SCRIPT) : body === SRI_SCRIPT, 'wrong body')
+      if (side.key === 'bare') assert(res.headers.signature === undefined, 'unexpected Signature')
+      else sriSigned(res, body)
+    },
+    hashes: () => [{ bytes: KiB }],
+    budget: { kind: 'reference', min: 0.95 },
+    note: `Accept-Signature as Chromium sends it for integrity="ed25519-KEYID"; the reference computes the same Unencoded-Digest, signature base and Ed25519 signature by hand in an instance onSend hook${distinct ? '; every body differs, so both sides sign every response' : '; the plugin signs the unchanged script once and keeps the signature'}`
+  }
+}
+
 /** Scenarios 2u and 4u: the plugin with Repr-Digest and Unencoded-Digest against the plugin with Repr-Digest alone. */
 const REPR_ONLY = { reprDigest: 'sha-256' }
 const REPR_AND_UNENCODED = { reprDigest: 'sha-256', unencodedDigest: 'sha-256' }
@@ -445,6 +524,8 @@ const scenarios = [
     budget: { kind: 'reference', min: 0.95 },
     note: 'the README\'s Quick start: @fastify/compress (default options) registered, then the plugin with both fields; the request has no Accept-Encoding, so compress sends the JSON as it is. The reference sets the same fields by hand (one sha-256) in a route-level onSend hook after compress\'s, with the two decorators of 2p'
   },
+  sriScenario('2s', false),
+  sriScenario('2t', true),
   {
     id: '3',
     title: 'GET 1 MiB Buffer, sha-256 both fields',

@@ -2,6 +2,7 @@
 
 import type { FastifyPluginCallback, FastifyReply, RawServerBase, RawServerDefault } from 'fastify'
 import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
+import type { KeyObject } from 'node:crypto'
 import type { Stats } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
@@ -121,12 +122,32 @@ declare namespace fastifyDigestFields {
      * the file in the background. Default `false`.
      */
     fileSidecars?: boolean
+    /**
+     * Ed25519 private keys (KeyObjects or PEM strings) for signature-based
+     * SRI (WICG signature-based-sri): a request whose `Accept-Signature` asks
+     * for one of them (`keyid`, the base64 of the raw public key, as a page's
+     * `integrity="ed25519-…"` names it) gets `Unencoded-Digest`,
+     * `Signature-Input` and `Signature`. Default: none.
+     */
+    integrityKeys?: KeyObject | string | ReadonlyArray<KeyObject | string>
+    /**
+     * Sign without being asked: `true` with the first of `integrityKeys`, a
+     * keyid with that key, or `{ keyid, label }` (label default `sig0`).
+     * Default `false`.
+     */
+    integritySignature?: boolean | string | IntegritySignatureOption
+  }
+
+  /** An unsolicited signature: the key (`true`: the first of `integrityKeys`) and the label (default `sig0`). */
+  export interface IntegritySignatureOption {
+    keyid?: string | true
+    label?: string
   }
 
   /** The options a route may override through its `digest` route option. */
   export type RouteDigestOptions = Pick<
     FastifyDigestFieldsOptions,
-    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest'
+    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest' | 'integritySignature'
   > & {
     /**
      * `true`: the route's streamed responses are live streams (never held
@@ -147,7 +168,8 @@ declare namespace fastifyDigestFields {
    */
   export interface DigestOmission {
     reason: 'live-stream' | 'over-max-buffer-size' | 'file-not-hashed'
-    fields: ResponseDigestField[]
+    /** `Signature`: an SRI signature asked for (or configured), which needs Unencoded-Digest as a header. */
+    fields: Array<ResponseDigestField | 'Signature'>
   }
 
   export type DeclaredDigests = Partial<Record<DigestAlgorithm, Buffer | Uint8Array | number>>

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto'
 import { expect, test } from 'tstyche'
 import Fastify, { type FastifyPluginCallback } from 'fastify'
 import type { FastifyStaticOptions } from '@fastify/static'
@@ -58,6 +59,13 @@ test('plugin options', () => {
   app.register(digestFields, { reprDigest: true, unencodedDigest: ['sha-256', 'sha-512'] })
   expect(app.register).type.not.toBeCallableWith(digestFields, { unencodedDigest: 'md4' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { unencodedDigest: 1 })
+  const { privateKey } = generateKeyPairSync('ed25519')
+  app.register(digestFields, { integrityKeys: privateKey, integritySignature: true })
+  app.register(digestFields, { integrityKeys: [privateKey, '-----BEGIN PRIVATE KEY-----'], integritySignature: { keyid: 'KEY', label: 'sig1' } })
+  app.register(digestFields, { integrityKeys: [], integritySignature: 'KEY' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { integrityKeys: Buffer.alloc(32) })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { integritySignature: { key: 'KEY' } })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { integritySignature: 1 })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: ['md4'] })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: 'sha-256' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { contentDigest: 'SHA-256' })
@@ -78,6 +86,9 @@ test('the digest route option', () => {
   app.get('/f', { digest: { live: true } }, handler)
   app.get('/g', { digest: { unencodedDigest: 'sha-256' } }, handler)
   app.get('/h', { digest: { unencodedDigest: false } }, handler)
+  app.get('/i', { digest: { integritySignature: { label: 'own' } } }, handler)
+  app.get('/j', { digest: { integritySignature: false } }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { integrityKeys: [] } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { unencodedDigest: 'SHA-256' } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { live: 'yes' } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { liveTypes: ['text/plain'] } }, handler)
@@ -103,7 +114,7 @@ test('decorators', () => {
   app.addHook('onResponse', async (_request, reply) => {
     expect(reply.digestsOmitted).type.toBe<DigestOmission | null>()
     expect(reply.digestsOmitted?.reason).type.toBe<'live-stream' | 'over-max-buffer-size' | 'file-not-hashed' | undefined>()
-    expect(reply.digestsOmitted?.fields).type.toBe<Array<'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest'> | undefined>()
+    expect(reply.digestsOmitted?.fields).type.toBe<Array<'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest' | 'Signature'> | undefined>()
   })
 })
 

@@ -47,7 +47,7 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
       // The usual response: the bytes sent are the uncoded representation
       // and the digests are only sent, so every field is one value, hashed
       // and serialized in one step.
-      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0, unencoded)
+      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0, unencoded, plan.signatures)
       return payload
     }
     if (unchanged) {
