@@ -1,7 +1,7 @@
 // The normalized options one route's hooks read (built by lib/options.ts,
 // frozen, never re-checked per request). Pure: no fastify import, so the
 // response plan (lib/response/plan.ts) can take it.
-import type { DigestAlgorithm, VerifyPolicy } from '../types/index'
+import type { DigestAlgorithm, DigestFieldsHook, VerifyPolicy } from '../types/index'
 
 export interface DigestParams {
   /** Enabled algorithms, server preference order. */
@@ -28,4 +28,6 @@ export interface DigestParams {
   readonly fileHashing: 'wait' | 'background'
   /** Read whole-file digests from sidecar checksum files (plugin-level only). */
   readonly fileSidecars: boolean
+  /** Called with the final digest fields; its fields are added next to them (lib/response/field-hook.ts). */
+  readonly onDigestFields: DigestFieldsHook | null
 }

@@ -4,6 +4,7 @@
 import type { RegisterOptions } from 'fastify'
 import type {
   DigestAlgorithm,
+  DigestFieldsHook,
   FastifyDigestFieldsOptions,
   RouteDigestOptions,
   UnsolicitedDigest,
@@ -47,7 +48,8 @@ const pluginOptionKeys: Readonly<Record<keyof FastifyDigestFieldsOptions, true>>
   legacyDigest: true,
   fileCacheSize: true,
   fileHashing: true,
-  fileSidecars: true
+  fileSidecars: true,
+  onDigestFields: true
 }
 const pluginKeys: readonly string[] = Object.keys(pluginOptionKeys)
 
@@ -69,6 +71,7 @@ const routeOptionKeys: Readonly<Record<keyof RouteDigestOptions, true>> = {
   conditional: true,
   trailers: true,
   legacyDigest: true,
+  onDigestFields: true,
   live: true
 }
 const routeKeys: ReadonlySet<string> = new Set(Object.keys(routeOptionKeys))
@@ -132,6 +135,12 @@ function checkLiveTypes (value: unknown, fail: Fail): ReadonlySet<string> {
   return out
 }
 
+function checkHook (value: unknown, fallback: DigestFieldsHook | null, fail: Fail): DigestFieldsHook | null {
+  if (value === undefined) return fallback
+  if (typeof value !== 'function') throw fail('onDigestFields', `expected a function, got ${describe(value)}`)
+  return value as DigestFieldsHook
+}
+
 const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, reason)
 
 /** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
@@ -181,7 +190,8 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', false, pluginFail),
     fileCacheSize,
     fileHashing,
-    fileSidecars
+    fileSidecars,
+    onDigestFields: checkHook(opts.onDigestFields, null, pluginFail)
   })
 }
 
@@ -216,6 +226,7 @@ export function normalizeRouteOptions (
     maxBufferSize: checkSize(opts.maxBufferSize, global.maxBufferSize, fail),
     live: opts.live === undefined ? null : checkBoolean(opts.live, 'live', false, fail),
     conditional: checkBoolean(opts.conditional, 'conditional', global.conditional, fail),
-    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', global.legacyDigest, fail)
+    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', global.legacyDigest, fail),
+    onDigestFields: checkHook(opts.onDigestFields, global.onDigestFields, fail)
   })
 }
