@@ -104,7 +104,13 @@ export function hookHeaders (
   run(hook, request, reply, fields, (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
-  }, done)
+  }, (err) => {
+    // They are the digests of a payload that is not sent: the error's
+    // answer gets its own, or none when fastify's last resort writes it
+    // (lib/error-handler.js fallbackErrorHandler: the reply's headers as set).
+    for (const name of DIGEST_FIELDS) reply.removeHeader(name)
+    done(err)
+  })
 }
 
 /** `addTrailers` adding `extra` to the trailers it is given (HTTP/1.1's replaces what an earlier call added). */
