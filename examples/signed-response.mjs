@@ -35,29 +35,29 @@ if (!existsSync(keyFile)) {
 const { keyid, privateKey } = JSON.parse(readFileSync(keyFile, 'utf8'))
 const key = createSigner(privateKey, 'ed25519', keyid)
 
-/**
- * onDigestFields: `fields` holds the digest fields as they will be sent.
- * Behind a proxy, set Fastify's trustProxy, so that request.protocol and
- * request.host give the target URI the client used.
- */
-async function signResponse (request, reply, fields) {
-  const components = ['@status', 'content-type', 'content-digest']
-  if (request.headers['content-digest'] !== undefined) components.push('content-digest;req')
-  const signed = await httpbis.signMessage({ key, name: 'sig1', fields: components }, {
-    status: reply.statusCode,
-    headers: { 'content-type': String(reply.getHeader('content-type')), 'content-digest': fields['content-digest'] }
-  }, {
-    method: request.method,
-    url: new URL(request.url, `${request.protocol}://${request.host}`),
-    headers: request.headers
-  })
-  return { 'signature-input': signed.headers['Signature-Input'], signature: signed.headers.Signature }
-}
-
 const app = Fastify()
 // Content-Digest on every response; a request's Content-Digest is checked
 // against its body before the handler runs (a mismatch: 400, signed too).
-await app.register(digestFields, { contentDigest: true, onDigestFields: signResponse })
+// `fields` holds the digest fields as they will be sent. Behind a proxy, set
+// Fastify's trustProxy, so that request.protocol and request.host give the
+// target URI the client used.
+await app.register(digestFields, {
+  contentDigest: true,
+  async onDigestFields (request, reply, fields) {
+    const contentDigest = fields['content-digest']
+    if (contentDigest === undefined) return // no content to bind (a 204, a 304)
+    const components = ['@status', 'content-type', 'content-digest']
+    const requested = request.headers['content-digest']
+    if (requested !== undefined) components.push('content-digest;req')
+    const headers = Object.fromEntries([['content-type', String(reply.getHeader('content-type'))], ['content-digest', contentDigest]])
+    const signed = await httpbis.signMessage({ key, name: 'sig1', fields: components }, { status: reply.statusCode, headers }, {
+      method: request.method,
+      url: new URL(request.url, `${request.protocol}://${request.host}`),
+      headers: requested === undefined ? {} : { 'content-digest': requested }
+    })
+    return { 'signature-input': signed.headers['Signature-Input'], signature: signed.headers.Signature }
+  }
+})
 
 app.post('/payments', { digest: { verify: 'required' } }, async (request, reply) => {
   return reply.code(201).send({ id: 'pay-1', amount: request.body.amount, status: 'accepted' })

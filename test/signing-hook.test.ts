@@ -50,7 +50,7 @@ test('headers: called once with the final fields; its fields are sent with them;
   const plugin = recorder()
   const app = await buildApp(t, { contentDigest: true, unencodedDigest: true, onDigestFields: plugin.hook })
   app.get('/p', async () => BODY)
-  app.get('/r', { digest: { onDigestFields: () => ({ 'x-route': 'yes' }) } }, async () => BODY)
+  app.get('/r', { digest: { onDigestFields: () => ({ 'x-route': 'yes', 'x-list': ['a=1', 'b=2'] }) } }, async () => BODY)
   // Another onSend hook on the route: the stages run apart (no shortcut).
   app.get('/s', { onSend: async (_req, _reply, payload) => payload }, async (_req, reply) => reply.type('text/plain').send(Readable.from([BODY])))
   const p = await app.inject({ url: '/p', headers: { 'want-repr-digest': 'sha-512=1' } })
@@ -60,6 +60,7 @@ test('headers: called once with the final fields; its fields are sent with them;
   t.ok(Object.isFrozen(plugin.calls[0]))
   const r = await app.inject('/r')
   t.equal(r.headers['x-route'], 'yes')
+  t.equal(r.headers['x-list'], 'a=1, b=2', 'a list: one comma-separated value')
   t.equal(r.headers['x-seen'], undefined)
   t.equal(plugin.calls.length, 1, 'the route\'s hook only')
   const s = await app.inject('/s')
@@ -130,6 +131,7 @@ test('headers: a hook that throws, rejects or returns no fields: the error handl
     if (mode === 'not an object') return 'signature' as never
     if (mode === 'not a string') return { signature: 7 } as never
     if (mode === 'a digest') return { 'Content-Digest': 'sha-256=:AAAA:' }
+    if (mode === 'a list of numbers') return { signature: [1] } as never
     return Promise.reject(new Error('signer down'))
   }
   const app = await buildApp(t, { contentDigest: true, onDigestFields: hook })
@@ -139,8 +141,9 @@ test('headers: a hook that throws, rejects or returns no fields: the error handl
     reject: /failed: signer down/,
     'not an error': /failed: "no key"/,
     'not an object': /expected an object of fields or nothing, got "signature"/,
-    'not a string': /expected the value of signature to be a string, got number/,
-    'a digest': /Content-Digest is a digest field/
+    'not a string': /expected the value of signature to be a string or a list of strings, got number/,
+    'a digest': /Content-Digest is a digest field/,
+    'a list of numbers': /a list of strings, got an array/
   }
   for (const [m, message] of Object.entries(expected)) {
     mode = m

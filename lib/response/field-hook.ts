@@ -50,10 +50,13 @@ function failure (err: unknown): Error {
 function addedFields (result: AddedFields): Array<[string, string]> {
   if (result === undefined || result === null) return []
   if (typeof result !== 'object') throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
-  const out = Object.entries(result)
-  for (const [name, value] of out) {
-    if (typeof value !== 'string') throw new Error(`expected the value of ${name} to be a string, got ${describe(value)}`)
+  const out: Array<[string, string]> = []
+  for (const [name, value] of Object.entries(result)) {
+    // Field lines of one name combine into one comma-separated value (RFC 9110 §5.3).
+    const line = Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') : value
+    if (typeof line !== 'string') throw new Error(`expected the value of ${name} to be a string or a list of strings, got ${describe(value)}`)
     if ((DIGEST_FIELDS as readonly string[]).includes(name.toLowerCase())) throw new Error(`${name} is a digest field: the hook adds fields, it does not replace digests`)
+    out.push([name, line])
   }
   return out
 }
