@@ -189,7 +189,8 @@ export function declareTrailer (
  */
 /** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
 export function hasDigestTrailers (reply: FastifyReply): boolean {
-  return TRAILERS.some((name) => reply.hasTrailer(name))
+  for (const name of TRAILERS) if (reply.hasTrailer(name)) return true
+  return false
 }
 
 export function dropTrailers (reply: FastifyReply): void {

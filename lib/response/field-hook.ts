@@ -51,7 +51,7 @@ function addedFields (result: AddedFields): Array<[string, string]> {
   if (result === undefined || result === null) return []
   if (typeof result !== 'object') throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
   const out: Array<[string, string]> = []
-  for (const [name, value] of Object.entries(result)) {
+  for (const [name, value] of Object.entries(result) as Array<[string, unknown]>) {
     // Field lines of one name combine into one comma-separated value (RFC 9110 §5.3).
     const line = Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') : value
     if (typeof line !== 'string') throw new Error(`expected the value of ${name} to be a string or a list of strings, got ${describe(value)}`)
@@ -94,7 +94,8 @@ function run (
 /**
  * The header section: call the hook with the digest headers set on the
  * reply and add its fields as headers; no digest header, no call. A failure
- * is the reply's error (`done(err)`).
+ * is the reply's error (`done(err)`). No closure on the synchronous path:
+ * this runs for every signed response.
  */
 export function hookHeaders (
   hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done
@@ -104,16 +105,38 @@ export function hookHeaders (
     done(null, payload)
     return
   }
-  run(hook, request, reply, fields, (added) => {
-    for (const [name, value] of added) reply.header(name, value)
-    done(null, payload)
-  }, (err) => {
-    // They are the digests of a payload that is not sent: the error's
-    // answer gets its own, or none when fastify's last resort writes it
-    // (lib/error-handler.js fallbackErrorHandler: the reply's headers as set).
-    for (const name of DIGEST_FIELDS) reply.removeHeader(name)
-    done(err)
-  })
+  let result: AddedFields | Promise<AddedFields>
+  try {
+    result = hook(request, reply, Object.freeze(fields))
+  } catch (err) {
+    headersFailed(reply, err, done)
+    return
+  }
+  if (isPromise(result)) {
+    result.then((r) => { headersAdded(reply, r, payload, done) }, (err: unknown) => { headersFailed(reply, err, done) })
+  } else {
+    headersAdded(reply, result, payload, done)
+  }
+}
+
+function headersAdded (reply: FastifyReply, result: AddedFields, payload: Payload, done: Done): void {
+  let added: Array<[string, string]>
+  try {
+    added = addedFields(result)
+  } catch (err) {
+    headersFailed(reply, err, done)
+    return
+  }
+  for (const [name, value] of added) reply.header(name, value)
+  done(null, payload)
+}
+
+function headersFailed (reply: FastifyReply, err: unknown, done: Done): void {
+  // They are the digests of a payload that is not sent: the error's answer
+  // gets its own, or none when fastify's last resort writes it
+  // (lib/error-handler.js fallbackErrorHandler: the reply's headers as set).
+  for (const name of DIGEST_FIELDS) reply.removeHeader(name)
+  done(failure(err))
 }
 
 /** `addTrailers` adding `extra` to the trailers it is given (HTTP/1.1's replaces what an earlier call added). */
