@@ -229,11 +229,14 @@ for (const http2 of [false, true]) {
   test(`trailers (${name}): the hook runs once they are known; its fields go out as trailers, unannounced`, async (t) => {
     const calls: DigestFieldValues[] = []
     const logs: string[] = []
-    const app = await listening(t, http2, async (request, _reply, fields) => {
+    const app = await listening(t, http2, (request, _reply, fields) => {
       calls.push(fields)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-      if (request.url === '/fail') throw new Error('no key')
-      return { signature: `sig1=:${fields['content-digest'] ?? ''}:` }
+      if (request.url === '/fail?sync') throw new Error('no key')
+      if (request.url === '/fail?invalid') return { signature: 1 } as never
+      return new Promise((resolve, reject) => setTimeout(() => {
+        if (request.url === '/fail') reject(new Error('no key'))
+        else resolve({ signature: `sig1=:${fields['content-digest'] ?? ''}:` })
+      }, 5))
     }, logs)
     const port = (app.server.address() as AddressInfo).port
     const get = (path: string): Promise<Received> => http2 ? h2Get(t, port, path) : h1Get(port, path)
@@ -247,20 +250,25 @@ for (const http2 of [false, true]) {
     t.same(res.trailers, { 'content-digest': sf(BODY), 'repr-digest': sf(BODY, 'sha-512'), signature: `sig1=:${sf(BODY)}:` })
     t.same(calls, [{ 'content-digest': sf(BODY), 'repr-digest': sf(BODY, 'sha-512') }])
 
-    // A hook that fails on the trailers: the content went out, the end does not.
-    const cut = await get('/fail')
-    t.equal(cut.status, 200)
-    t.notOk(cut.complete, 'cut off: no last chunk (HTTP/1.1), RST_STREAM (HTTP/2)')
-    t.equal(cut.trailers.signature, undefined)
-    t.match(logs.join(''), /onDigestFields hook failed on the trailers/)
+    // A hook that fails on the trailers (rejects, throws, returns no fields):
+    // the content went out, the end does not.
+    for (const path of ['/fail', '/fail?sync', '/fail?invalid']) {
+      const cut = await get(path)
+      t.equal(cut.status, 200)
+      t.equal(cut.body.toString(), BODY)
+      t.notOk(cut.complete, `${path}: cut off, no last chunk (HTTP/1.1), RST_STREAM (HTTP/2)`)
+      t.equal(cut.trailers.signature, undefined)
+    }
+    t.equal(logs.filter((line) => /onDigestFields hook failed on the trailers/.test(line)).length, 3)
     t.match(logs.join(''), /FST_DIGEST_FIELD_HOOK_FAILED/)
+    t.match(logs.join(''), /expected the value of signature to be a string/)
 
     // No digest field planned: no trailers, no call.
     const none = await get('/empty')
     t.ok(none.complete)
     t.equal(none.body.toString(), BODY)
     t.same(none.trailers, {})
-    t.equal(calls.length, 2)
+    t.equal(calls.length, 4)
   })
 }
 
