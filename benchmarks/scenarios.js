@@ -278,6 +278,57 @@ function noDigests (res) {
   assert(res.headers['repr-digest'] === undefined, 'unexpected Repr-Digest')
 }
 
+// Scenario 2h: an RFC 9421 response signature (Ed25519) over @status,
+// Content-Type and Content-Digest, built with node:crypto. The key comes
+// from a fixed seed (PKCS#8 prefix of RFC 8410): every server process and
+// the runner's check use the same one.
+const SIGNING_KEY = createPrivateKey({
+  key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.alloc(32, 7)]), format: 'der', type: 'pkcs8'
+})
+const VERIFYING_KEY = createPublicKey(SIGNING_KEY)
+const SIGNATURE_PARAMS = '("@status" "content-type" "content-digest");alg="ed25519";keyid="bench"'
+
+/** The signature base of RFC 9421 §2.5 for the three components. */
+function signatureBase (status, contentType, contentDigest) {
+  return `"@status": ${status}\n"content-type": ${contentType}\n"content-digest": ${contentDigest}\n"@signature-params": ${SIGNATURE_PARAMS}`
+}
+
+/** Signature-Input and Signature for a response with these values. */
+function signatureFields (status, contentType, contentDigest) {
+  const signature = sign(null, Buffer.from(signatureBase(status, contentType, contentDigest)), SIGNING_KEY).toString('base64')
+  return { 'signature-input': `sig1=${SIGNATURE_PARAMS}`, signature: `sig1=:${signature}:` }
+}
+
+/** The plugin's side of 2s: the onDigestFields hook. */
+function signWithPlugin (request, reply, fields) {
+  return signatureFields(reply.statusCode, reply.getHeader('content-type'), fields['content-digest'])
+}
+
+/** The reference of 2s: the same digest and signature by hand, in a route-level onSend hook, with the two decorators of 2p. */
+function signByHandAsPlugin (app) {
+  app.decorateRequest(Symbol('response state'), null)
+  app.decorateReply(Symbol('declared digests'), null)
+  return {
+    onSend (request, reply, payload, done) {
+      const value = `sha-256=:${hash('sha256', payload, 'base64')}:`
+      reply.header('vary', 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
+      reply.header('content-digest', value)
+      const signed = signatureFields(reply.statusCode, reply.getHeader('content-type'), value)
+      reply.header('signature-input', signed['signature-input']).header('signature', signed.signature)
+      done(null, payload)
+    }
+  }
+}
+
+/** A response signed over its Content-Digest (scenario 2s), checked with the public key. */
+function signedDigest (res) {
+  assert(res.headers['content-digest'] === field(res.body), `wrong Content-Digest ${res.headers['content-digest']}`)
+  assert(res.headers['signature-input'] === `sig1=${SIGNATURE_PARAMS}`, `wrong Signature-Input ${res.headers['signature-input']}`)
+  const base = signatureBase(res.status, res.headers['content-type'], res.headers['content-digest'])
+  const signature = Buffer.from(String(res.headers.signature).slice(6, -1), 'base64')
+  assert(verify(null, Buffer.from(base), VERIFYING_KEY, signature), 'the signature does not verify')
+}
+
 /** A response with sha-256 Content-Digest over `content` and Repr-Digest over `repr`. */
 function bothDigests (res, content, repr) {
   assert(res.headers['content-digest'] === field(content), `wrong Content-Digest ${res.headers['content-digest']}`)
@@ -526,6 +577,30 @@ const scenarios = [
   },
   sriScenario('2s', false),
   sriScenario('2t', true),
+  {
+    id: '2h',
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
+    title: 'GET 1 KiB JSON, Content-Digest signed with Ed25519 (RFC 9421) through onDigestFields',
+    sides: [
+      { key: 'plugin', label: 'plugin + onDigestFields', plugin: { contentDigest: 'sha-256', onDigestFields: signWithPlugin } },
+      bare,
+      { key: 'hash', label: 'digest and signature by hand (route hook + 2 decorators)', signByHand: true }
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      app.get('/json', side.signByHand === true ? signByHandAsPlugin(app) : {}, async () => JSON_OBJECT)
+    },
+    request: { method: 'GET', path: '/json' },
+    check (side, res) {
+      assert(res.body.equals(JSON_BYTES), 'wrong body')
+      if (side.key === 'bare') noDigests(res)
+      else signedDigest(res)
+    },
+    hashes: () => [{ bytes: KiB }],
+    budget: { kind: 'reference', min: 0.95 },
+    note: 'the plugin with contentDigest: \'sha-256\' and an onDigestFields hook that signs @status, Content-Type and Content-Digest with Ed25519 (node:crypto) and returns Signature-Input and Signature; the reference computes the same Content-Digest and the same signature by hand in a route-level onSend hook, with the two decorators of 2p'
+  },
   {
     id: '3',
     title: 'GET 1 MiB Buffer, sha-256 both fields',

@@ -4,6 +4,7 @@
 import type { RegisterOptions } from 'fastify'
 import type {
   DigestAlgorithm,
+  DigestFieldsHook,
   FastifyDigestFieldsOptions,
   IntegritySignatureOption,
   RouteDigestOptions,
@@ -51,7 +52,8 @@ const pluginOptionKeys: Readonly<Record<keyof FastifyDigestFieldsOptions, true>>
   fileHashing: true,
   fileSidecars: true,
   integrityKeys: true,
-  integritySignature: true
+  integritySignature: true,
+  onDigestFields: true
 }
 const pluginKeys: readonly string[] = Object.keys(pluginOptionKeys)
 
@@ -73,6 +75,7 @@ const routeOptionKeys: Readonly<Record<keyof RouteDigestOptions, true>> = {
   conditional: true,
   trailers: true,
   legacyDigest: true,
+  onDigestFields: true,
   live: true,
   integritySignature: true
 }
@@ -183,6 +186,12 @@ function checkIntegritySignature (
   return Object.freeze({ label, keyid: held.keyid, privateKey: held.privateKey })
 }
 
+function checkHook (value: unknown, fallback: DigestFieldsHook | null, fail: Fail): DigestFieldsHook | null {
+  if (value === undefined) return fallback
+  if (typeof value !== 'function') throw fail('onDigestFields', `expected a function, got ${describe(value)}`)
+  return value as DigestFieldsHook
+}
+
 const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, reason)
 
 /** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
@@ -235,7 +244,8 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     fileHashing,
     fileSidecars,
     integrityKeys,
-    integritySignature: checkIntegritySignature(opts.integritySignature, integrityKeys, null, pluginFail)
+    integritySignature: checkIntegritySignature(opts.integritySignature, integrityKeys, null, pluginFail),
+    onDigestFields: checkHook(opts.onDigestFields, null, pluginFail)
   })
 }
 
@@ -271,6 +281,7 @@ export function normalizeRouteOptions (
     live: opts.live === undefined ? null : checkBoolean(opts.live, 'live', false, fail),
     conditional: checkBoolean(opts.conditional, 'conditional', global.conditional, fail),
     legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', global.legacyDigest, fail),
-    integritySignature: checkIntegritySignature(opts.integritySignature, global.integrityKeys, global.integritySignature, fail)
+    integritySignature: checkIntegritySignature(opts.integritySignature, global.integrityKeys, global.integritySignature, fail),
+    onDigestFields: checkHook(opts.onDigestFields, global.onDigestFields, fail)
   })
 }

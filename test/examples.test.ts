@@ -126,6 +126,14 @@ test('undici-client.mjs against quick-start.mjs: a checked download through requ
   t.match(out, /^verified: \d+ gzip bytes \(gzip\), 200 items\n$/)
 })
 
+test('verify-signed-response.mjs against signed-response.mjs: response signatures (RFC 9421) over the digests, checked with them', async (t) => {
+  const env = { RESPONSE_KEY: join(mkdtempSync(join(tmpdir(), 'digest-response-key-')), 'key.json') }
+  t.teardown(() => rmSync(dirname(env.RESPONSE_KEY), { recursive: true, force: true }))
+  const port = await startExample(t, 'signed-response.mjs', env)
+  const out = await runClient('verify-signed-response.mjs', [`http://127.0.0.1:${port}`], env)
+  t.equal(out, 'POST /payments 201 {"id":"pay-1","amount":42,"status":"accepted"}\nGET /payments/pay-1 200 {"id":"pay-1","status":"settled"}\n')
+})
+
 test('routes.mjs: per-route options, a live stream, a declared digest', async (t) => {
   const port = await startExample(t, 'routes.mjs')
 

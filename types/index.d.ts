@@ -1,6 +1,6 @@
 /// <reference types="node" />
 
-import type { FastifyPluginCallback, FastifyReply, RawServerBase, RawServerDefault } from 'fastify'
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest, RawServerBase, RawServerDefault } from 'fastify'
 import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
 import type { KeyObject } from 'node:crypto'
 import type { Stats } from 'node:fs'
@@ -136,6 +136,13 @@ declare namespace fastifyDigestFields {
      * Default `false`.
      */
     integritySignature?: boolean | string | IntegritySignatureOption
+    /**
+     * Called once a response's digest fields are final, before they are
+     * written; may be async. The fields it returns are added in the same
+     * section (headers, or trailers): e.g. an RFC 9421 signature covering
+     * Content-Digest. Not called for a response that carries no digest field.
+     */
+    onDigestFields?: DigestFieldsHook
   }
 
   /** An unsolicited signature: the key (`true`: the first of `integrityKeys`) and the label (default `sig0`). */
@@ -144,10 +151,22 @@ declare namespace fastifyDigestFields {
     label?: string
   }
 
+  /** The digest fields of a response, serialized, by lowercase name: those it carries. */
+  export type DigestFieldValues = Readonly<Partial<Record<'content-digest' | 'repr-digest' | 'unencoded-digest', string>>>
+
+  /** Fields to add next to the digest fields, by name (none: `undefined`); a list is sent as one comma-separated value. */
+  export type AddedFields = Record<string, string | readonly string[]> | undefined | void
+
+  /** The onDigestFields option: a signer, or anything that needs the final digest fields. */
+  export type DigestFieldsHook = (
+    request: FastifyRequest, reply: FastifyReply, fields: DigestFieldValues
+  ) => AddedFields | Promise<AddedFields>
+
   /** The options a route may override through its `digest` route option. */
   export type RouteDigestOptions = Pick<
     FastifyDigestFieldsOptions,
-    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest' | 'integritySignature'
+    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest' |
+    'integritySignature' | 'onDigestFields'
   > & {
     /**
      * `true`: the route's streamed responses are live streams (never held
@@ -281,6 +300,7 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_UNREAD_TOO_LARGE'
     | 'FST_DIGEST_INCOMPLETE'
     | 'FST_DIGEST_FILE_CHANGED'
+    | 'FST_DIGEST_FIELD_HOOK_FAILED'
     | 'FST_DIGEST_STALE_REPRESENTATION'
 
   /**

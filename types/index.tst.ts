@@ -54,6 +54,19 @@ test('plugin options', () => {
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: 'later' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: true })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileSidecars: 'sha256' })
+  app.register(digestFields, {
+    onDigestFields (request, reply, fields) {
+      expect(request.url).type.toBe<string>()
+      expect(reply.statusCode).type.toBe<number>()
+      expect(fields['content-digest']).type.toBe<string | undefined>()
+      return { signature: 'sig1=:AA==:' }
+    }
+  })
+  app.register(digestFields, { onDigestFields: async () => undefined })
+  app.register(digestFields, { onDigestFields: () => {} })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { onDigestFields: () => ({ signature: 1 }) })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { onDigestFields: 'sign' })
+  app.get('/signed', { digest: { onDigestFields: async () => ({ signature: 'sig1=:AA==:' }) } }, async () => 'x')
   app.register(digestFields, { contentDigest: 'sha-512', verify: false })
   app.register(digestFields, { unencodedDigest: 'sha-512' })
   app.register(digestFields, { reprDigest: true, unencodedDigest: ['sha-256', 'sha-512'] })

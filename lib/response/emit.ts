@@ -10,13 +10,15 @@ import { PROBLEM_CONTENT_TYPE } from '../request/problem'
 import { sameList } from './plan'
 import { STALE_PROBLEM, preconditionFails } from './precondition'
 import { signatureFields, type IntegritySignature } from './integrity'
+import type { TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './state'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_VALUE = VARY_TOKENS.join(', ')
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
 const VARY_SIGNING_VALUE = VARY_SIGNING_TOKENS.join(', ')
-const TRAILERS = ['content-digest', 'repr-digest', 'unencoded-digest']
+type DigestTrailer = 'content-digest' | 'repr-digest' | 'unencoded-digest'
+const TRAILERS: readonly DigestTrailer[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 /**
  * Add the Want-* fields to Vary, and Accept-Signature when the plugin holds
@@ -192,16 +194,19 @@ export function emitFields (
  * Declare a digest trailer whose value is read once the body has been sent.
  * A trailer callback that fails is dropped by fastify: that is how a digest
  * that turned out to be unknown (a 206 without a declared representation
- * digest) is left out.
+ * digest) is left out. With an onDigestFields hook, the value waits for it
+ * (lib/response/field-hook.ts).
  */
 export function declareTrailer (
-  reply: FastifyReply, name: string, algs: readonly DigestAlgorithm[], strict: boolean,
-  compute: (reply: FastifyReply) => DigestResults | null
+  reply: FastifyReply, name: DigestTrailer, algs: readonly DigestAlgorithm[], strict: boolean,
+  compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null
 ): void {
   if (algs.length === 0) return
+  hook?.declare()
   reply.trailer(name, (r, _payload, done) => {
     const value = serializeSelected(compute(r), algs, strict)
-    if (value === null) done(new Error(`no ${name} value`))
+    if (hook !== null) hook.settle(name, value, done)
+    else if (value === null) done(new Error(`no ${name} value`))
     else done(null, value)
   })
 }
@@ -213,6 +218,12 @@ export function declareTrailer (
  * the raw response), must not stay: the error body is sent with a
  * Content-Length, and gets digests of its own.
  */
+/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
+export function hasDigestTrailers (reply: FastifyReply): boolean {
+  for (const name of TRAILERS) if (reply.hasTrailer(name)) return true
+  return false
+}
+
 export function dropTrailers (reply: FastifyReply): void {
   let declared = false
   for (const name of TRAILERS) {

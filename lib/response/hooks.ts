@@ -29,7 +29,8 @@ import { OmissionLog, missingFields } from './omissions'
 import { noContentStatus, planFields, uncoded, unsolicitedOf, type FieldPlan, type RequestFacts, type Unsolicited } from './plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
-import { addVary, dropTrailers, setField, unencodedDigests, writeShared } from './emit'
+import { addVary, dropTrailers, hasDigestTrailers, setField, unencodedDigests, writeShared } from './emit'
+import { hookHeaders } from './field-hook'
 import type { Payload, ResponseContext, ResponseState } from './state'
 
 type Done = (err: Error | null, payload?: Payload) => void
@@ -114,6 +115,17 @@ function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: Res
   state.context.omissions.report(request, reply, state.omitted, missingFields(reply, wanted), state.params.trailers)
 }
 
+/**
+ * The digest fields are final: on with `payload`, through the route's
+ * onDigestFields hook when it has one (lib/response/field-hook.ts); for
+ * digest trailers, the hook runs when they are known.
+ */
+function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
+  const hook = params.onDigestFields
+  if (hook === null || hasDigestTrailers(reply)) done(null, payload)
+  else hookHeaders(hook, request, reply, payload, done)
+}
+
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, signing: boolean): void {
   const state = stateOf(request)
   addVary(reply, signing)
@@ -121,24 +133,24 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
     done(null, payload)
     return
   }
-  const { plan } = state
+  const { plan, params } = state
   if (plan.transport === 'declared') {
     // No content: no Content-Digest; Repr-Digest and Unencoded-Digest only when the route declared them.
     setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
     setField(reply, 'unencoded-digest', unencodedDigests(reply, state, null), plan.unencoded, true)
-    done(null, payload)
+    fieldsDone(request, reply, payload, done, params)
     return
   }
   if (!plan.head && isNodeStream(payload)) {
     streamedContent(request, reply, payload, state).then((p) => {
       reportOmitted(request, reply, state)
-      done(null, p)
+      fieldsDone(request, reply, p, done, params)
     }, done)
     return
   }
   const out = bufferedContent(reply, payload, state)
   reportOmitted(request, reply, state)
-  done(null, out)
+  fieldsDone(request, reply, out, done, params)
 }
 
 export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
@@ -204,7 +216,8 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   // hook runs both stages for them, with the plugin's options.
   const usual = unsolicitedOf(params)
   fastify.addHook('onSend', function digestNotFound (request, reply, payload, done) {
-    if (!request.is404 || (usual !== null && usualResponse(request, reply, payload, usual))) done(null, payload)
+    if (!request.is404) done(null, payload)
+    else if (usual !== null && usualResponse(request, reply, payload, usual)) fieldsDone(request, reply, payload, done as Done, params)
     else representationStage(request, reply, payload, done as Done, params, true)
   })
 
@@ -216,7 +229,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       }
       const usual = unsolicitedOf(routeParams)
       function digestBothStages (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
-        if (usual !== null && usualResponse(request, reply, payload, usual)) done(null, payload)
+        if (usual !== null && usualResponse(request, reply, payload, usual)) fieldsDone(request, reply, payload, done, routeParams)
         else representationStage(request, reply, payload, done, routeParams, true)
       }
       // The representation stage first among the route's onSend hooks
