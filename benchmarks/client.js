@@ -26,9 +26,10 @@
 // decoded bytes, as the plugin sends it in its default mode:
 // the interceptor (`verify: 'required'`, maxDecodedSize 512 MiB) decodes on the side to check
 // it. 20 MiB (BENCH_CLIENT_CODED_SMALL downloads per side and round, default 5) and 256 MiB
-// (BENCH_CLIENT_CODED_LARGE, default 1) for each coding. Four sides:
+// (BENCH_CLIENT_CODED_LARGE, default 1) for each coding. Five sides:
 //   * plain: the undici Agent, the coded body read to its end (no decoding);
 //   * verified: the Agent composed with digestInterceptor();
+//   * decoded only: the same with `reprDigest: 'decoded'` (the coded bytes not hashed);
 //   * by hand: the plain Agent, its body piped into node:zlib's decoder (createGunzip,
 //     createBrotliDecompress, with the interceptor's settings: 64 KiB output chunks and up to
 //     1 MiB queued, without which undici's resume re-reads its socket buffer and the pipe
@@ -272,6 +273,7 @@ async function codedDownloads (base, rounds) {
   const counts = { small: Number(process.env.BENCH_CLIENT_CODED_SMALL ?? 5), large: Number(process.env.BENCH_CLIENT_CODED_LARGE ?? 1) }
   const plain = new Agent()
   const verified = new Agent().compose(digestInterceptor({ verify: 'required', maxDecodedSize: 512 * MiB }))
+  const decodedOnly = new Agent().compose(digestInterceptor({ verify: 'required', maxDecodedSize: 512 * MiB, reprDigest: 'decoded' }))
   const decoders = { gzip: zlib.createGunzip, br: zlib.createBrotliDecompress }
 
   // Each side reads one download to its end; it returns the decoded bytes it saw (the coded
@@ -283,14 +285,17 @@ async function codedDownloads (base, rounds) {
       for await (const chunk of res.body) bytes += chunk.length
       return { coded: bytes, decoded: null }
     },
-    async verified (url) {
-      const res = await request(url, { dispatcher: verified, headers: { 'accept-encoding': url.split('/')[4] } })
-      let bytes = 0
-      for await (const chunk of res.body) bytes += chunk.length // rejects unless the check passed
-      return { coded: bytes, decoded: null }
-    },
+    verified: (url) => intercepted(url, verified),
+    decodedOnly: (url) => intercepted(url, decodedOnly),
     hand: (url) => byHand(url, false),
     both: (url) => byHand(url, true)
+  }
+
+  async function intercepted (url, dispatcher) {
+    const res = await request(url, { dispatcher, headers: { 'accept-encoding': url.split('/')[4] } })
+    let bytes = 0
+    for await (const chunk of res.body) bytes += chunk.length // rejects unless the check passed
+    return { coded: bytes, decoded: null }
   }
 
   // The check written by hand: the body piped into node:zlib's decoder, the decoded bytes
@@ -344,10 +349,10 @@ async function codedDownloads (base, rounds) {
         const size = CODED_SIZES[name]
         const mib = size / MiB
         for (const side of Object.keys(sides)) await measured(side, url, size)
-        const ms = { plain: [], verified: [], hand: [], both: [] }
+        const ms = { plain: [], verified: [], decodedOnly: [], hand: [], both: [] }
         let peak = 0
         for (let round = 0; round < rounds; round++) {
-          const order = round % 2 === 0 ? ['plain', 'hand', 'both', 'verified'] : ['verified', 'both', 'hand', 'plain']
+          const order = round % 2 === 0 ? ['plain', 'hand', 'both', 'verified', 'decodedOnly'] : ['decodedOnly', 'verified', 'both', 'hand', 'plain']
           for (const side of order) {
             for (let i = 0; i < counts[name]; i++) {
               const sample = side === 'verified' && name === 'large' ? rssSampler() : null
@@ -367,6 +372,9 @@ async function codedDownloads (base, rounds) {
           'by hand / verified CPU': (cpu('hand') / cpu('verified')).toFixed(3),
           'both / verified CPU': (cpu('both') / cpu('verified')).toFixed(3),
           'by hand / verified wall': (wall('hand') / wall('verified')).toFixed(3),
+          "decoded only ('decoded')": cpu('decodedOnly').toFixed(2),
+          "by hand / 'decoded' CPU": (cpu('hand') / cpu('decodedOnly')).toFixed(3),
+          "by hand / 'decoded' wall": (wall('hand') / wall('decodedOnly')).toFixed(3),
           'wall ms/MiB verified': wall('verified').toFixed(2),
           'rss growth (verified)': name === 'large' ? `${(peak / MiB).toFixed(1)} MiB` : '-'
         })
@@ -375,6 +383,7 @@ async function codedDownloads (base, rounds) {
   } finally {
     await plain.close()
     await verified.close()
+    await decodedOnly.close()
   }
   console.table(results)
 }

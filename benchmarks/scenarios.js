@@ -15,7 +15,7 @@
 // the plugin is held against; by default `hash`).
 
 const { once } = require('node:events')
-const { createHash, hash, timingSafeEqual } = require('node:crypto')
+const { createHash, createPrivateKey, createPublicKey, hash, sign, timingSafeEqual, verify } = require('node:crypto')
 const { Writable } = require('node:stream')
 const { pipeline } = require('node:stream/promises')
 const { KiB, MiB, randomBytes, jsonObject, text, uploadChunks, multipartBody } = require('./payloads')
@@ -278,6 +278,57 @@ function noDigests (res) {
   assert(res.headers['repr-digest'] === undefined, 'unexpected Repr-Digest')
 }
 
+// Scenario 2h: an RFC 9421 response signature (Ed25519) over @status,
+// Content-Type and Content-Digest, built with node:crypto. The key comes
+// from a fixed seed (PKCS#8 prefix of RFC 8410): every server process and
+// the runner's check use the same one.
+const SIGNING_KEY = createPrivateKey({
+  key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.alloc(32, 7)]), format: 'der', type: 'pkcs8'
+})
+const VERIFYING_KEY = createPublicKey(SIGNING_KEY)
+const SIGNATURE_PARAMS = '("@status" "content-type" "content-digest");alg="ed25519";keyid="bench"'
+
+/** The signature base of RFC 9421 §2.5 for the three components. */
+function signatureBase (status, contentType, contentDigest) {
+  return `"@status": ${status}\n"content-type": ${contentType}\n"content-digest": ${contentDigest}\n"@signature-params": ${SIGNATURE_PARAMS}`
+}
+
+/** Signature-Input and Signature for a response with these values. */
+function signatureFields (status, contentType, contentDigest) {
+  const signature = sign(null, Buffer.from(signatureBase(status, contentType, contentDigest)), SIGNING_KEY).toString('base64')
+  return { 'signature-input': `sig1=${SIGNATURE_PARAMS}`, signature: `sig1=:${signature}:` }
+}
+
+/** The plugin's side of 2s: the onDigestFields hook. */
+function signWithPlugin (request, reply, fields) {
+  return signatureFields(reply.statusCode, reply.getHeader('content-type'), fields['content-digest'])
+}
+
+/** The reference of 2s: the same digest and signature by hand, in a route-level onSend hook, with the two decorators of 2p. */
+function signByHandAsPlugin (app) {
+  app.decorateRequest(Symbol('response state'), null)
+  app.decorateReply(Symbol('declared digests'), null)
+  return {
+    onSend (request, reply, payload, done) {
+      const value = `sha-256=:${hash('sha256', payload, 'base64')}:`
+      reply.header('vary', 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
+      reply.header('content-digest', value)
+      const signed = signatureFields(reply.statusCode, reply.getHeader('content-type'), value)
+      reply.header('signature-input', signed['signature-input']).header('signature', signed.signature)
+      done(null, payload)
+    }
+  }
+}
+
+/** A response signed over its Content-Digest (scenario 2s), checked with the public key. */
+function signedDigest (res) {
+  assert(res.headers['content-digest'] === field(res.body), `wrong Content-Digest ${res.headers['content-digest']}`)
+  assert(res.headers['signature-input'] === `sig1=${SIGNATURE_PARAMS}`, `wrong Signature-Input ${res.headers['signature-input']}`)
+  const base = signatureBase(res.status, res.headers['content-type'], res.headers['content-digest'])
+  const signature = Buffer.from(String(res.headers.signature).slice(6, -1), 'base64')
+  assert(verify(null, Buffer.from(base), VERIFYING_KEY, signature), 'the signature does not verify')
+}
+
 /** A response with sha-256 Content-Digest over `content` and Repr-Digest over `repr`. */
 function bothDigests (res, content, repr) {
   assert(res.headers['content-digest'] === field(content), `wrong Content-Digest ${res.headers['content-digest']}`)
@@ -294,6 +345,85 @@ const smallJsonWithDigests = {
     else bothDigests(res, JSON_BYTES, JSON_BYTES)
   },
   hashes: () => [{ bytes: KiB }]
+}
+
+/**
+ * Scenario 2s: a fixed Ed25519 key (the same in the runner and every server
+ * process: PKCS#8 DER of a 32-byte seed), its keyid, and the request a page's
+ * `<script integrity="ed25519-KEYID" crossorigin>` makes.
+ */
+const SRI_KEY = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.alloc(32, 7)]), format: 'der', type: 'pkcs8' })
+const SRI_PUBLIC = createPublicKey(SRI_KEY)
+const SRI_KEYID = SRI_PUBLIC.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64')
+const SRI_PARAMS = `("unencoded-digest";sf);keyid="${SRI_KEYID}";tag="ed25519-integrity"`
+const SRI_SCRIPT = text(KiB, 17)
+
+/**
+ * Scenario 2s's reference: the same signature by hand (WICG signature-based
+ * SRI): Unencoded-Digest, the RFC 9421 signature base, Ed25519, the fields.
+ */
+function sriOnSendByHand (request, reply, payload, done) {
+  const unencoded = `sha-256=:${hash('sha256', payload, 'base64')}:`
+  const base = `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${SRI_PARAMS}`
+  reply.header('vary', 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest, Accept-Signature')
+  reply.header('unencoded-digest', unencoded)
+  reply.header('signature-input', `sig0=${SRI_PARAMS}`)
+  reply.header('signature', `sig0=:${sign(null, Buffer.from(base, 'latin1'), SRI_KEY).toString('base64')}:`)
+  done(null, payload)
+}
+
+/** A response signed for SRI over `body`'s sha-256. */
+function sriSigned (res, body) {
+  const unencoded = field(body)
+  assert(res.headers['unencoded-digest'] === unencoded, `wrong Unencoded-Digest ${res.headers['unencoded-digest']}`)
+  assert(res.headers['signature-input'] === `sig0=${SRI_PARAMS}`, `wrong Signature-Input ${res.headers['signature-input']}`)
+  const signature = Buffer.from(/^sig0=:(.*):$/.exec(res.headers.signature ?? '')?.[1] ?? '', 'base64')
+  const base = `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${SRI_PARAMS}`
+  assert(verify(null, Buffer.from(base), SRI_PUBLIC, signature), 'the signature does not verify')
+  assert(/accept-signature/i.test(res.headers.vary ?? ''), 'Vary lacks Accept-Signature')
+}
+
+/**
+ * Scenarios 2s and 2t: a 1 KiB script signed for SRI on request, as Chromium
+ * asks for it, against the same signature by hand. 2s sends the same script
+ * every time (the plugin signs it once: Ed25519 is deterministic), 2t a
+ * script that differs in every response (a counter at its end), so that
+ * every response is signed on both sides.
+ */
+function sriScenario (id, distinct) {
+  return {
+    id,
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
+    title: `GET 1 KiB script, signed for SRI (Ed25519 over Unencoded-Digest) as a browser asks, ${distinct ? 'a different script each time' : 'the same script'}`,
+    sides: [
+      { key: 'plugin', label: 'plugin, integrityKeys', plugin: { integrityKeys: [SRI_KEY] } },
+      bare,
+      { key: 'hash', label: 'bare + the signature by hand' },
+      // Information: the plugin without keys, the same signature by hand in
+      // an onSend hook after the plugin's: what the plugin costs a request
+      // apart from signing.
+      ...(distinct ? [{ key: 'pluginByHand', label: 'plugin (no keys) + the signature by hand', plugin: {} }] : [])
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      if (side.key === 'hash' || side.key === 'pluginByHand') app.addHook('onSend', sriOnSendByHand)
+      let n = 0
+      app.get('/app.js', (request, reply) => {
+        reply.type('text/javascript').send(distinct ? `${SRI_SCRIPT}// ${n++}\n` : SRI_SCRIPT)
+      })
+    },
+    request: { method: 'GET', path: '/app.js', headers: { 'accept-signature': `sig0=${SRI_PARAMS}` } },
+    check (side, res) {
+      const body = res.body.toString()
+      assert(distinct ? body.startsWith(SRI_SCRIPT) : body === SRI_SCRIPT, 'wrong body')
+      if (side.key === 'bare') assert(res.headers.signature === undefined, 'unexpected Signature')
+      else sriSigned(res, body)
+    },
+    hashes: () => [{ bytes: KiB }],
+    budget: { kind: 'reference', min: 0.95 },
+    note: `Accept-Signature as Chromium sends it for integrity="ed25519-KEYID"; the reference computes the same Unencoded-Digest, signature base and Ed25519 signature by hand in an instance onSend hook${distinct ? '; every body differs, so both sides sign every response' : '; the plugin signs the unchanged script once and keeps the signature'}`
+  }
 }
 
 /** Scenarios 2u and 4u: the plugin with Repr-Digest and Unencoded-Digest against the plugin with Repr-Digest alone. */
@@ -444,6 +574,32 @@ const scenarios = [
     },
     budget: { kind: 'reference', min: 0.95 },
     note: 'the README\'s Quick start: @fastify/compress (default options) registered, then the plugin with both fields; the request has no Accept-Encoding, so compress sends the JSON as it is. The reference sets the same fields by hand (one sha-256) in a route-level onSend hook after compress\'s, with the two decorators of 2p'
+  },
+  sriScenario('2s', false),
+  sriScenario('2t', true),
+  {
+    id: '2h',
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
+    title: 'GET 1 KiB JSON, Content-Digest signed with Ed25519 (RFC 9421) through onDigestFields',
+    sides: [
+      { key: 'plugin', label: 'plugin + onDigestFields', plugin: { contentDigest: 'sha-256', onDigestFields: signWithPlugin } },
+      bare,
+      { key: 'hash', label: 'digest and signature by hand (route hook + 2 decorators)', signByHand: true }
+    ],
+    async setup (app, side) {
+      await register(app, side)
+      app.get('/json', side.signByHand === true ? signByHandAsPlugin(app) : {}, async () => JSON_OBJECT)
+    },
+    request: { method: 'GET', path: '/json' },
+    check (side, res) {
+      assert(res.body.equals(JSON_BYTES), 'wrong body')
+      if (side.key === 'bare') noDigests(res)
+      else signedDigest(res)
+    },
+    hashes: () => [{ bytes: KiB }],
+    budget: { kind: 'reference', min: 0.95 },
+    note: 'the plugin with contentDigest: \'sha-256\' and an onDigestFields hook that signs @status, Content-Type and Content-Digest with Ed25519 (node:crypto) and returns Signature-Input and Signature; the reference computes the same Content-Digest and the same signature by hand in a route-level onSend hook, with the two decorators of 2p'
   },
   {
     id: '3',

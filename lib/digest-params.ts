@@ -1,7 +1,8 @@
 // The normalized options one route's hooks read (built by lib/options.ts,
 // frozen, never re-checked per request). Pure: no fastify import, so the
 // response plan (lib/response/plan.ts) can take it.
-import type { DigestAlgorithm, VerifyPolicy } from '../types/index'
+import type { DigestAlgorithm, DigestFieldsHook, VerifyPolicy } from '../types/index'
+import type { IntegrityKeys, IntegritySignature } from './response/integrity'
 
 export interface DigestParams {
   /** Enabled algorithms, server preference order. */
@@ -28,4 +29,10 @@ export interface DigestParams {
   readonly fileHashing: 'wait' | 'background'
   /** Read whole-file digests from sidecar checksum files (plugin-level only). */
   readonly fileSidecars: boolean
+  /** Ed25519 keys for signature-based SRI, by keyid (plugin-level only; empty: none). */
+  readonly integrityKeys: IntegrityKeys
+  /** The signature sent without being asked (`integritySignature`), or null. */
+  readonly integritySignature: IntegritySignature | null
+  /** Called with the final digest fields; its fields are added next to them (lib/response/field-hook.ts). */
+  readonly onDigestFields: DigestFieldsHook | null
 }

@@ -52,6 +52,12 @@ export const FST_DIGEST_INCOMPLETE = createError(
 export const FST_DIGEST_FILE_CHANGED = createError(
   'FST_DIGEST_FILE_CHANGED', 'The file %s changed while it was sent: its bytes do not match the %s digest the response was sent with, so the response was cut off', 500)
 
+// The onDigestFields hook threw, rejected or returned something that is no
+// fields (lib/response/field-hook.ts): the response is never sent as if its
+// hook had run. The hook's error is the cause.
+export const FST_DIGEST_FIELD_HOOK_FAILED = createError(
+  'FST_DIGEST_FIELD_HOOK_FAILED', 'The onDigestFields hook failed: %s', 500)
+
 // The 406 rule's answer (lib/response/precondition.ts): never thrown, its
 // code and message are the 406's problem details.
 export const FST_DIGEST_STALE_REPRESENTATION = createError(
@@ -74,6 +80,7 @@ export const errors = {
   FST_DIGEST_UNREAD_TOO_LARGE,
   FST_DIGEST_INCOMPLETE,
   FST_DIGEST_FILE_CHANGED,
+  FST_DIGEST_FIELD_HOOK_FAILED,
   FST_DIGEST_STALE_REPRESENTATION
 } as const satisfies Record<DigestErrorCode, unknown>
 

@@ -1,8 +1,8 @@
 // Parsing and serialization of the four RFC 9530 fields (Content-Digest,
 // Repr-Digest, Want-Content-Digest, Want-Repr-Digest), of Unencoded-Digest and
 // Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest, the same forms)
-// and of the legacy RFC 3230 `Digest` header. The only module that imports
-// structured-headers.
+// and of the legacy RFC 3230 `Digest` header. With lib/response/integrity.ts
+// (Accept-Signature), the only module that imports structured-headers.
 //
 // Decisions (RFC 9530 §2–§4, RFC 8941; docs/design.md):
 // * Absent, empty and blank field values (and field lines) carry nothing to

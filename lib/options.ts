@@ -4,7 +4,9 @@
 import type { RegisterOptions } from 'fastify'
 import type {
   DigestAlgorithm,
+  DigestFieldsHook,
   FastifyDigestFieldsOptions,
+  IntegritySignatureOption,
   RouteDigestOptions,
   UnsolicitedDigest,
   VerifyPolicy
@@ -13,6 +15,7 @@ import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from './er
 import { nearestKey } from './nearest-key'
 import { checkAlgorithms, describe, type Fail } from './option-checks'
 import type { DigestParams } from './digest-params'
+import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, validLabel, type HeldKey, type IntegrityKeys, type IntegritySignature } from './response/integrity'
 
 export type { DigestParams } from './digest-params'
 
@@ -47,7 +50,10 @@ const pluginOptionKeys: Readonly<Record<keyof FastifyDigestFieldsOptions, true>>
   legacyDigest: true,
   fileCacheSize: true,
   fileHashing: true,
-  fileSidecars: true
+  fileSidecars: true,
+  integrityKeys: true,
+  integritySignature: true,
+  onDigestFields: true
 }
 const pluginKeys: readonly string[] = Object.keys(pluginOptionKeys)
 
@@ -69,7 +75,9 @@ const routeOptionKeys: Readonly<Record<keyof RouteDigestOptions, true>> = {
   conditional: true,
   trailers: true,
   legacyDigest: true,
-  live: true
+  onDigestFields: true,
+  live: true,
+  integritySignature: true
 }
 const routeKeys: ReadonlySet<string> = new Set(Object.keys(routeOptionKeys))
 
@@ -132,6 +140,58 @@ function checkLiveTypes (value: unknown, fail: Fail): ReadonlySet<string> {
   return out
 }
 
+const NO_KEYS: IntegrityKeys = new Map()
+
+/** `integrityKeys`: Ed25519 private keys (KeyObjects or PEM), one or a list, by keyid. */
+function checkIntegrityKeys (value: unknown, algorithms: readonly DigestAlgorithm[], fail: Fail): IntegrityKeys {
+  if (value === undefined) return NO_KEYS
+  const keys = new Map<string, HeldKey>()
+  for (const item of Array.isArray(value) ? value : [value]) {
+    const held = heldKeyOf(item)
+    if (typeof held === 'string') throw fail('integrityKeys', held)
+    const id = unpadded(held.keyid)
+    if (keys.has(id)) throw fail('integrityKeys', `the key ${held.keyid} is listed twice`)
+    keys.set(id, held)
+  }
+  // An Unencoded-Digest signed for SRI carries sha-256 or sha-512 only (WICG signature-based-sri, "valid for SRI").
+  if (keys.size > 0 && !algorithms.some((a) => SRI_ALGORITHMS.includes(a))) {
+    throw fail('integrityKeys', 'needs sha-256 or sha-512 among the enabled algorithms: the signed Unencoded-Digest carries them')
+  }
+  return keys
+}
+
+/**
+ * `integritySignature`: sign without being asked, with the first held key
+ * (`true`), the key of a keyid, or `{ keyid, label }` (label default `sig0`).
+ */
+function checkIntegritySignature (
+  value: unknown, keys: IntegrityKeys, fallback: IntegritySignature | null, fail: Fail
+): IntegritySignature | null {
+  if (value === undefined) return fallback
+  if (value === false) return null
+  const option = (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { keyid: value }) as IntegritySignatureOption
+  for (const key of Object.keys(option)) {
+    if (key !== 'keyid' && key !== 'label') throw fail('integritySignature', `unknown key ${describe(key)} (keys: keyid, label)`)
+  }
+  const label = option.label ?? 'sig0'
+  if (!validLabel(label)) throw fail('integritySignature', `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
+  const keyid: unknown = option.keyid ?? true
+  if (keys.size === 0) throw fail('integritySignature', 'needs a key: set integrityKeys')
+  let held: HeldKey | undefined
+  if (keyid === true) held = keys.values().next().value
+  else if (typeof keyid === 'string') held = findKey(keys, keyid)
+  if (held === undefined) {
+    throw fail('integritySignature', `expected true, false, the keyid of a key of integrityKeys (${[...keys.values()].map((k) => k.keyid).join(', ')}) or { keyid, label }, got ${describe(keyid)}`)
+  }
+  return Object.freeze({ label, keyid: held.keyid, privateKey: held.privateKey })
+}
+
+function checkHook (value: unknown, fallback: DigestFieldsHook | null, fail: Fail): DigestFieldsHook | null {
+  if (value === undefined) return fallback
+  if (typeof value !== 'function') throw fail('onDigestFields', `expected a function, got ${describe(value)}`)
+  return value as DigestFieldsHook
+}
+
 const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, reason)
 
 /** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
@@ -166,6 +226,7 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
   if (fileCacheSize === 0 && (fileHashing === 'background' || fileSidecars)) {
     throw pluginFail(fileSidecars ? 'fileSidecars' : 'fileHashing', 'needs the file cache (fileCacheSize above 0): what is hashed in the background is kept there')
   }
+  const integrityKeys = checkIntegrityKeys(opts.integrityKeys, algorithms, pluginFail)
   return Object.freeze({
     algorithms,
     contentDigest: checkUnsolicited(opts.contentDigest, 'contentDigest', algorithms, [], pluginFail),
@@ -181,7 +242,10 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
     legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', false, pluginFail),
     fileCacheSize,
     fileHashing,
-    fileSidecars
+    fileSidecars,
+    integrityKeys,
+    integritySignature: checkIntegritySignature(opts.integritySignature, integrityKeys, null, pluginFail),
+    onDigestFields: checkHook(opts.onDigestFields, null, pluginFail)
   })
 }
 
@@ -216,6 +280,8 @@ export function normalizeRouteOptions (
     maxBufferSize: checkSize(opts.maxBufferSize, global.maxBufferSize, fail),
     live: opts.live === undefined ? null : checkBoolean(opts.live, 'live', false, fail),
     conditional: checkBoolean(opts.conditional, 'conditional', global.conditional, fail),
-    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', global.legacyDigest, fail)
+    legacyDigest: checkBoolean(opts.legacyDigest, 'legacyDigest', global.legacyDigest, fail),
+    integritySignature: checkIntegritySignature(opts.integritySignature, global.integrityKeys, global.integritySignature, fail),
+    onDigestFields: checkHook(opts.onDigestFields, global.onDigestFields, fail)
   })
 }

@@ -82,6 +82,7 @@ const ROUTES: Record<string, Route> = {
   '/trailer-gzip': withTrailers({ 'Repr-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
   '/repr-gzip-decoded': send({ 'content-encoding': 'gzip', 'repr-digest': sf(BODY) }, GZ),
   '/gzip-decoded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(BODY) }, GZ),
+  '/repr-gzip-coded': send({ 'content-encoding': 'gzip', 'repr-digest': sf(GZ) }, GZ),
   '/gzip-coded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(GZ) }, GZ),
   '/gzip-large': send({ 'content-encoding': 'gzip', 'repr-digest': sf(RANDOM) }, RANDOM_GZ),
   '/gzip-wrong': send({ 'content-encoding': 'gzip', 'repr-digest': sf(OTHER) }, GZ),
@@ -218,6 +219,35 @@ test('strict: a coded Repr-Digest is over the coded bytes only', async (t) => {
   for (const kind of KINDS) {
     t.equal((await call(kind, strict, `${base}/gzip-coded`)).error, null)
     assertFailure(t, await call(kind, strict, `${base}/gzip-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+  }
+})
+
+test('reprDigest: \'decoded\' reads a coded Repr-Digest over the decoded bytes only; \'coded\' as strict mode', async (t) => {
+  const base = await foreignServer(t)
+  const decoded = digestAgent(t, { reprDigest: 'decoded' })
+  const required = digestAgent(t, { reprDigest: 'decoded', verify: 'required' })
+  const capped = digestAgent(t, { reprDigest: 'decoded', verify: 'required', maxDecodedSize: 4 })
+  const coded = digestAgent(t, { reprDigest: 'coded' })
+  for (const kind of KINDS) {
+    // The decoded reading alone: the coded one no longer passes (the coded bytes are not hashed for it).
+    t.equal((await call(kind, required, `${base}/repr-gzip-decoded`)).error, null)
+    t.equal((await call(kind, decoded, `${base}/gzip-decoded`)).error, null, 'Content-Digest over the coded bytes, Repr-Digest over the decoded ones')
+    assertFailure(t, await call(kind, decoded, `${base}/repr-gzip-coded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, decoded, `${base}/gzip-coded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, decoded, `${base}/gzip-invalid`), 'FST_DIGEST_RESPONSE_INVALID_VALUE', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, decoded, `${base}/trailer-gzip`)).error, null, 'a Repr-Digest trailer of the decoded bytes')
+    // Unknown decoded reading: unchecked, as by default.
+    t.equal((await call(kind, decoded, `${base}/gzip-unknown-decoded`)).error, null)
+    assertFailure(t, await call(kind, required, `${base}/gzip-unknown-decoded`), 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
+    assertFailure(t, await call(kind, capped, `${base}/repr-gzip-decoded`), 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
+    t.equal((await call(kind, capped, `${base}/gzip-decoded`)).error, null, 'its Content-Digest was verified')
+    // 'coded': the coded reading only, no decoding.
+    t.equal((await call(kind, coded, `${base}/repr-gzip-coded`)).error, null)
+    assertFailure(t, await call(kind, coded, `${base}/repr-gzip-decoded`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
+  }
+  for (const kind of ['request', 'stream'] as const) {
+    // A coding that fails to decode has no decoded reading: mismatched, not unchecked.
+    assertFailure(t, await call(kind, required, `${base}/broken-middle`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
   }
 })
 

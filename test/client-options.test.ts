@@ -12,15 +12,17 @@ import { sf } from './helpers'
 
 test('defaults, and valid options', async (t) => {
   t.same(normalizeClientOptions(), {
-    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, wantContent: null, wantRepr: null, wantUnencoded: null, maxDecodedSize: defaultMaxDecodedSize
+    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', wantContent: null, wantRepr: null, wantUnencoded: null, maxDecodedSize: defaultMaxDecodedSize
   })
   const params = normalizeClientOptions({ algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, want: { content: 'crc32c', repr: ['sha-256', 'crc32c'], unencoded: ['crc32c', 'sha-256'] }, maxDecodedSize: 0 })
-  t.same(params, { algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, wantContent: 'crc32c=10', wantRepr: 'sha-256=10, crc32c=9', wantUnencoded: 'crc32c=10, sha-256=9', maxDecodedSize: 0 })
+  t.same(params, { algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, reprDigest: 'coded', wantContent: 'crc32c=10', wantRepr: 'sha-256=10, crc32c=9', wantUnencoded: 'crc32c=10, sha-256=9', maxDecodedSize: 0 })
   t.same(normalizeClientOptions({ want: ['sha-512'] }).wantContent, 'sha-512=10')
   // An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest.
   t.same(normalizeClientOptions({ want: ['sha-512'] }).wantUnencoded, null)
   t.same(normalizeClientOptions({ want: { unencoded: 'sha-512' } }), { ...normalizeClientOptions(), wantUnencoded: 'sha-512=10' })
   t.same(normalizeClientOptions({ want: {} }), normalizeClientOptions())
+  t.equal(normalizeClientOptions({ reprDigest: 'decoded' }).reprDigest, 'decoded')
+  t.equal(normalizeClientOptions({ strict: true, reprDigest: 'coded' }).reprDigest, 'coded')
   t.ok(Object.isFrozen(params))
   t.equal(typeof digestInterceptor(), 'function')
 })
@@ -31,7 +33,7 @@ test('invalid options are refused once, naming the option', async (t) => {
     [[], /"options": expected an object, got an array/],
     ['x', /"options": expected an object, got "x"/],
     [{ verfiy: 'required' }, /"verfiy": unknown option; did you mean "verify"\?/],
-    [{ zzzzzzzzzz: 1 }, /"zzzzzzzzzz": unknown option \(options: algorithms, verify, strict, want, maxDecodedSize\)/],
+    [{ zzzzzzzzzz: 1 }, /"zzzzzzzzzz": unknown option \(options: algorithms, verify, strict, reprDigest, want, maxDecodedSize\)/],
     [{ toString: 1 }, /"toString": unknown option/],
     [{ algorithms: [] }, /"algorithms": expected a non-empty array/],
     [{ algorithms: 'sha-256' }, /"algorithms": expected a non-empty array of algorithm keys, got "sha-256"/],
@@ -39,6 +41,8 @@ test('invalid options are refused once, naming the option', async (t) => {
     [{ algorithms: ['sha-256', 'sha-256'] }, /"sha-256" is listed twice/],
     [{ verify: false }, /"verify": expected 'if-present' or 'required', got boolean/],
     [{ strict: 'yes' }, /"strict": expected a boolean, got "yes"/],
+    [{ reprDigest: 'identity' }, /"reprDigest": expected 'either', 'decoded' or 'coded', got "identity"/],
+    [{ strict: true, reprDigest: 'either' }, /"reprDigest": strict: true reads a coded Repr-Digest over the coded bytes only, got "either"/],
     [{ maxDecodedSize: -1 }, /"maxDecodedSize": expected a non-negative integer/],
     [{ maxDecodedSize: '1' }, /"maxDecodedSize"/],
     [{ want: 'md5' }, /"want": expected algorithms among the accepted ones \(sha-256, sha-512\), got "md5"/],

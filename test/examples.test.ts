@@ -7,7 +7,8 @@
 // the example each one names.
 import { test } from 'tap'
 import { execFile, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { generateKeyPairSync, verify } from 'node:crypto'
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
 import { connect as h2Connect, type IncomingHttpHeaders as H2Headers } from 'node:http2'
 import { tmpdir } from 'node:os'
@@ -16,6 +17,7 @@ import { gunzipSync } from 'node:zlib'
 import { examplesDir, plainEnv, root, runClient, startExample } from './example-helpers'
 import { EMPTY_SHA256, decode, sf } from './helpers'
 import { BOUNDARY, MULTIPART_TYPE, multipartBody, type TapTest } from './upload-helpers'
+import { chromiumOrSkip, dumpDom } from './browser-helpers'
 
 /** The fenced js/mjs/ts blocks of a Markdown text, trimmed, with their first line as a name. */
 function codeBlocks (markdown: string): Array<{ name: string, code: string }> {
@@ -122,6 +124,14 @@ test('undici-client.mjs against quick-start.mjs: a checked download through requ
   const port = await startExample(t, 'quick-start.mjs')
   const out = await runClient('undici-client.mjs', [`http://127.0.0.1:${port}/items`])
   t.match(out, /^verified: \d+ gzip bytes \(gzip\), 200 items\n$/)
+})
+
+test('verify-signed-response.mjs against signed-response.mjs: response signatures (RFC 9421) over the digests, checked with them', async (t) => {
+  const env = { RESPONSE_KEY: join(mkdtempSync(join(tmpdir(), 'digest-response-key-')), 'key.json') }
+  t.teardown(() => rmSync(dirname(env.RESPONSE_KEY), { recursive: true, force: true }))
+  const port = await startExample(t, 'signed-response.mjs', env)
+  const out = await runClient('verify-signed-response.mjs', [`http://127.0.0.1:${port}`], env)
+  t.equal(out, 'POST /payments 201 {"id":"pay-1","amount":42,"status":"accepted"}\nGET /payments/pay-1 200 {"id":"pay-1","status":"settled"}\n')
 })
 
 test('routes.mjs: per-route options, a live stream, a declared digest', async (t) => {
@@ -310,6 +320,32 @@ function curlReply (out: Buffer): Reply {
   }
   return { status: Number(statusLine?.split(' ')[1]), headers, body, trailers }
 }
+
+test('sri.mjs: the page names the key of SRI_KEY; its script is signed and runs in Chromium', async (t) => {
+  const { dir } = ownTmpdir(t)
+  const pair = generateKeyPairSync('ed25519')
+  const keyFile = join(dir, 'sri.pem')
+  writeFileSync(keyFile, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }))
+  const port = await startExample(t, 'sri.mjs', { SRI_KEY: keyFile })
+  const keyid = pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64')
+  const page = await h1(port, '/')
+  t.match(page.body.toString(), `integrity="ed25519-${keyid}" crossorigin="anonymous"`, 'the page names the key')
+  const params = `("unencoded-digest";sf);keyid="${keyid}";tag="ed25519-integrity"`
+  const script = await h1(port, '/app.js', { headers: { 'accept-signature': `sig0=${params}`, 'accept-encoding': 'gzip' } })
+  const body = decode(script.body, script.headers['content-encoding'])
+  t.equal(script.headers['unencoded-digest'], sf(body), 'the decoded script\'s digest')
+  t.equal(script.headers['signature-input'], `sig0=${params}`)
+  const signature = Buffer.from(/^sig0=:(.*):$/.exec(script.headers.signature as string)?.[1] as string, 'base64')
+  const base = `"unencoded-digest";sf: ${sf(body)}\n"@signature-params": ${params}`
+  t.ok(verify(null, Buffer.from(base), pair.publicKey, signature), 'signed with the key of SRI_KEY')
+  const { chromium, skip } = chromiumOrSkip()
+  if (skip !== false) {
+    t.comment(skip)
+    return
+  }
+  const dom = await dumpDom(chromium, `http://127.0.0.1:${port}/`)
+  t.match(dom, 'the signed script ran', 'Chromium ran it')
+})
 
 test('curlReply: a --raw chunked reply with trailers', async (t) => {
   const reply = curlReply(Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\ncontent-digest: x\r\n\r\n'))

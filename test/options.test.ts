@@ -51,7 +51,10 @@ test('defaults and normalization', async (t) => {
     legacyDigest: false,
     fileCacheSize: 1000,
     fileHashing: 'wait',
-    fileSidecars: false
+    fileSidecars: false,
+    integrityKeys: new Map(),
+    integritySignature: null,
+    onDigestFields: null
   })
   t.ok(Object.isFrozen(d))
   const o = normalizeOptions({
@@ -108,7 +111,7 @@ test('unknown keys fail at registration, naming the key and the nearest option',
     ['case', { contentdigest: true }, 'Invalid fastify-digest-fields option "contentdigest": unknown option; did you mean "contentDigest"?'],
     ['kebab case', { 'repr-digest': true }, 'Invalid fastify-digest-fields option "repr-digest": unknown option; did you mean "reprDigest"?'],
     ['shortened', { maxBuffer: 10 }, 'Invalid fastify-digest-fields option "maxBuffer": unknown option; did you mean "maxBufferSize"?'],
-    ['nothing near', { foo: 1 }, 'Invalid fastify-digest-fields option "foo": unknown option (options: algorithms, contentDigest, reprDigest, verify, strict, unencodedDigest, trailers, maxBufferSize, liveTypes, conditional, legacyDigest, fileCacheSize, fileHashing, fileSidecars)'],
+    ['nothing near', { foo: 1 }, 'Invalid fastify-digest-fields option "foo": unknown option (options: algorithms, contentDigest, reprDigest, verify, strict, unencodedDigest, trailers, maxBufferSize, liveTypes, conditional, legacyDigest, fileCacheSize, fileHashing, fileSidecars, integrityKeys, integritySignature, onDigestFields)'],
     ['even when undefined', { verify: 'required', trailer: undefined }, 'Invalid fastify-digest-fields option "trailer": unknown option; did you mean "trailers"?']
   ]
   for (const [name, opts, message] of cases) {
@@ -180,10 +183,10 @@ test('the digest route option: object, false, or FST_DIGEST_INVALID_ROUTE_OPTION
     [true, /digest: expected an object or false, got boolean/],
     [null, /got null/],
     [['sha-256'], /got an array/],
-    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option \(route options: contentDigest, reprDigest, unencodedDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
+    [{ algorithms: ['sha-256'] }, /algorithms: not a route-level option \(route options: contentDigest, reprDigest, unencodedDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, onDigestFields, live, integritySignature\)$/],
     [{ verfy: 'required' }, /for GET \/bad\d+: verfy: unknown option; did you mean "verify"\?$/],
     [{ contentDigests: true }, /contentDigests: unknown option; did you mean "contentDigest"\?$/],
-    [{ algorithm: ['sha-256'] }, /algorithm: unknown option \(route options: contentDigest, reprDigest, unencodedDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, live\)$/],
+    [{ algorithm: ['sha-256'] }, /algorithm: unknown option \(route options: contentDigest, reprDigest, unencodedDigest, verify, maxBufferSize, conditional, trailers, legacyDigest, onDigestFields, live, integritySignature\)$/],
     [{ contentDigest: 'md5' }, /contentDigest: expected true, false, or algorithms among the enabled ones/],
     [{ unencodedDigest: ['sha-256', 'crc32c'] }, /unencodedDigest: expected true, false, or algorithms among the enabled ones \(sha-256, sha-512\), got "crc32c"/],
     [{ unencodedDigests: true }, /unencodedDigests: unknown option; did you mean "unencodedDigest"\?$/],

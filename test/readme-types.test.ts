@@ -33,6 +33,7 @@ const CONTEXT: Record<string, string> = {
   upload: "import('fastify').RouteHandlerMethod",
   health: "import('fastify').RouteHandlerMethod",
   dispatcher: "import('undici').Dispatcher",
+  key: "import('http-message-signatures').SigningKey",
   url: 'string',
   base: 'string',
   file: 'string'

@@ -3,6 +3,7 @@
 // the plan out. The hooks only execute it; the other response tests show
 // they do, over real servers. That the plan imports no fastify is
 // test/architecture.test.ts's check of the whole core.
+import { generateKeyPairSync } from 'node:crypto'
 import { setFlagsFromString } from 'node:v8'
 import { test } from 'tap'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../types/index'
@@ -37,6 +38,8 @@ interface Expected {
   contentHashed?: DigestAlgorithm[]
   /** The representation's digests are the content's. */
   reprOfContent?: boolean
+  /** The SRI signatures' labels. */
+  signatures?: string[]
 }
 
 interface Row {
@@ -54,6 +57,11 @@ const STRICT = { strict: true, ...BOTH } as const
 const TE = { te: 'trailers' }
 const STREAM = { kind: 'stream' } as const
 const LIVE = { kind: 'stream', live: true } as const
+
+const SRI_KEY = generateKeyPairSync('ed25519')
+const SRI: FastifyDigestFieldsOptions = { integrityKeys: SRI_KEY.privateKey }
+const SRI_KEYID = SRI_KEY.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64')
+const ASK = { acceptSignature: `sig0=("unencoded-digest";sf);keyid="${SRI_KEYID}";tag="ed25519-integrity"` }
 
 const TABLE: Row[] = [
   // Default mode, nothing configured, nothing asked: only Vary.
@@ -178,7 +186,13 @@ const TABLE: Row[] = [
   { name: '204 with Unencoded-Digest: only a declared one', plugin: { unencodedDigest: true }, payload: { status: 204 }, expect: { transport: 'declared' } },
   { name: 'a stream with Unencoded-Digest and TE: trailers', plugin: { unencodedDigest: true }, request: TE, payload: STREAM, expect: { transport: 'trailers' } },
   { name: 'precondition with Unencoded-Digest: its algorithms hashed over the identity too', plugin: { unencodedDigest: 'sha-512' }, request: { reprDigest: `sha-256=:${B64}:` }, expect: { reprNeeded: ['sha-256'], identityNeeded: ['sha-256', 'sha-512'], shared: null } },
-  { name: 'strict live stream without TE: omitted as in the default mode', plugin: STRICT, payload: LIVE, expect: { strict: true, transport: 'none', omitted: 'live-stream' } }
+  { name: 'strict live stream without TE: omitted as in the default mode', plugin: STRICT, payload: LIVE, expect: { strict: true, transport: 'none', omitted: 'live-stream' } },
+  { name: 'SRI: Accept-Signature for a held key: Unencoded-Digest sha-256', plugin: SRI, request: ASK, expect: { content: [], repr: [], unencoded: ['sha-256'], signatures: ['sig0'], transport: 'headers' } },
+  { name: 'SRI: a stream is buffered, not sent with trailers', plugin: SRI, request: { ...ASK, ...TE }, payload: STREAM, expect: { trailers: false, transport: 'buffer', signatures: ['sig0'] } },
+  { name: 'SRI: Want-Unencoded-Digest md5 becomes sha-256', plugin: { ...SRI, algorithms: ['md5', 'sha-256'] }, request: { ...ASK, wantUnencodedDigest: 'md5=10' }, expect: { unencoded: ['sha-256'] } },
+  { name: 'SRI: no Accept-Signature, nothing configured: no fields', plugin: SRI, expect: null },
+  { name: 'SRI: a live stream: omitted', plugin: SRI, request: ASK, payload: LIVE, expect: { transport: 'none', omitted: 'live-stream', signatures: ['sig0'] } },
+  { name: 'SRI: unsolicited on the route', plugin: SRI, route: { integritySignature: { label: 'own' } }, expect: { unencoded: ['sha-256'], signatures: ['own'] } }
 ]
 
 const FACTS: RequestFacts = {
@@ -188,7 +202,8 @@ const FACTS: RequestFacts = {
   wantUnencodedDigest: undefined,
   reprDigest: undefined,
   te: undefined,
-  httpVersion: '1.1'
+  httpVersion: '1.1',
+  acceptSignature: undefined
 }
 
 /** The plan's parts a row names. */
@@ -212,7 +227,8 @@ function project (plan: ResponsePlan, expected: Expected): Expected {
     fileIdentity: [...plan.mode.fileIdentity],
     coded: [...plan.mode.coded],
     contentHashed: [...plan.contentHashed],
-    reprOfContent: plan.reprOfContent
+    reprOfContent: plan.reprOfContent,
+    signatures: plan.signatures.map((s) => s.label)
   }
   return Object.fromEntries(Object.keys(expected).map((key) => [key, all[key as keyof Expected]]))
 }
@@ -242,7 +258,16 @@ test('the usual response\'s fields, worked out once per route', async (t) => {
   t.equal(strictUnixsum?.write?.('hello'), `unixsum=:${computeDigest('unixsum', 'hello').toString('base64')}:`, 'strict: a Byte Sequence, as Unencoded-Digest needs')
   t.equal(unsolicitedOf(normalizeOptions({ contentDigest: 'sha-256', reprDigest: 'sha-512' })), null, 'different sets: no shortcut')
   const none = unsolicitedOf(normalizeOptions({}))
-  t.same(none && { ...none }, { conditional: true, write: null, content: false, repr: false, unencoded: false }, 'nothing unsolicited: only Vary')
+  t.same(none && { ...none }, { conditional: true, write: null, content: false, repr: false, unencoded: false, signatures: [], keys: new Map(), signed: null }, 'nothing unsolicited: only Vary')
+  const signed = unsolicitedOf(normalizeOptions({ integrityKeys: SRI.integrityKeys, integritySignature: true, algorithms: ['md5', 'sha-512'], unencodedDigest: 'md5' }))
+  t.match(signed, { unencoded: true, signatures: [{ label: 'sig0' }], signed: null }, 'unsolicited signature: these fields are the signed ones')
+  t.equal(signed?.keys.size, 1)
+  const onRequest = unsolicitedOf(normalizeOptions({ integrityKeys: SRI.integrityKeys, reprDigest: 'sha-256' }))
+  t.match(onRequest, { unencoded: false, repr: true, signatures: [] }, 'keys, nothing signed unasked')
+  t.match(onRequest?.signed, { unencoded: true, repr: true, signatures: [] }, 'signed on request: Unencoded-Digest too')
+  t.equal(onRequest?.signed?.write?.('x'), `sha-256=:${computeDigest('sha-256', 'x').toString('base64')}:`, 'one value: the sha-2 Repr-Digest\'s')
+  t.equal(unsolicitedOf(normalizeOptions({ integrityKeys: SRI.integrityKeys, algorithms: ['md5', 'sha-256'], reprDigest: 'md5' }))?.signed, null, 'md5 Repr-Digest and sha-256 Unencoded-Digest: no shared value')
+  t.equal(signed?.write?.('x'), `sha-512=:${computeDigest('sha-512', 'x').toString('base64')}:`, 'its Unencoded-Digest: sha-2 only')
   const both = unsolicitedOf(normalizeRouteOptions(normalizeOptions(BOTH), { conditional: false }, 'GET', '/') as ReturnType<typeof normalizeOptions>)
   t.equal(both?.conditional, false)
   t.equal(both?.content, true)

@@ -34,6 +34,12 @@ export interface DigestInterceptorOptions {
   verify?: 'if-present' | 'required'
   /** RFC 9530 to the letter: a coded response's Repr-Digest is over the coded bytes only. Default false. */
   strict?: boolean
+  /**
+   * What a coded response's Repr-Digest may be the digest of: `'either'` (default) the coded or
+   * the decoded bytes; `'decoded'` only the decoded ones (a server in the plugin's default mode:
+   * the coded bytes are not hashed for it); `'coded'` only the coded ones (what `strict: true` implies).
+   */
+  reprDigest?: 'either' | 'decoded' | 'coded'
   /** Ask for digests: Want-Content-Digest, Want-Repr-Digest and/or Want-Unencoded-Digest on every request. */
   want?: WantOption
   /** The most decoded bytes hashed for a coded response's Unencoded-Digest and default-mode Repr-Digest; default 64 MiB. */

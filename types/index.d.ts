@@ -1,7 +1,8 @@
 /// <reference types="node" />
 
-import type { FastifyPluginCallback, FastifyReply, RawServerBase, RawServerDefault } from 'fastify'
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest, RawServerBase, RawServerDefault } from 'fastify'
 import type { FastifyError, FastifyErrorConstructor } from '@fastify/error'
+import type { KeyObject } from 'node:crypto'
 import type { Stats } from 'node:fs'
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
@@ -121,12 +122,51 @@ declare namespace fastifyDigestFields {
      * the file in the background. Default `false`.
      */
     fileSidecars?: boolean
+    /**
+     * Ed25519 private keys (KeyObjects or PEM strings) for signature-based
+     * SRI (WICG signature-based-sri): a request whose `Accept-Signature` asks
+     * for one of them (`keyid`, the base64 of the raw public key, as a page's
+     * `integrity="ed25519-…"` names it) gets `Unencoded-Digest`,
+     * `Signature-Input` and `Signature`. Default: none.
+     */
+    integrityKeys?: KeyObject | string | ReadonlyArray<KeyObject | string>
+    /**
+     * Sign without being asked: `true` with the first of `integrityKeys`, a
+     * keyid with that key, or `{ keyid, label }` (label default `sig0`).
+     * Default `false`.
+     */
+    integritySignature?: boolean | string | IntegritySignatureOption
+    /**
+     * Called once a response's digest fields are final, before they are
+     * written; may be async. The fields it returns are added in the same
+     * section (headers, or trailers): e.g. an RFC 9421 signature covering
+     * Content-Digest. Not called for a response that carries no digest field.
+     */
+    onDigestFields?: DigestFieldsHook
   }
+
+  /** An unsolicited signature: the key (`true`: the first of `integrityKeys`) and the label (default `sig0`). */
+  export interface IntegritySignatureOption {
+    keyid?: string | true
+    label?: string
+  }
+
+  /** The digest fields of a response, serialized, by lowercase name: those it carries. */
+  export type DigestFieldValues = Readonly<Partial<Record<'content-digest' | 'repr-digest' | 'unencoded-digest', string>>>
+
+  /** Fields to add next to the digest fields, by name (none: `undefined`); a list is sent as one comma-separated value. */
+  export type AddedFields = Record<string, string | readonly string[]> | undefined | void
+
+  /** The onDigestFields option: a signer, or anything that needs the final digest fields. */
+  export type DigestFieldsHook = (
+    request: FastifyRequest, reply: FastifyReply, fields: DigestFieldValues
+  ) => AddedFields | Promise<AddedFields>
 
   /** The options a route may override through its `digest` route option. */
   export type RouteDigestOptions = Pick<
     FastifyDigestFieldsOptions,
-    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest'
+    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest' |
+    'integritySignature' | 'onDigestFields'
   > & {
     /**
      * `true`: the route's streamed responses are live streams (never held
@@ -147,7 +187,8 @@ declare namespace fastifyDigestFields {
    */
   export interface DigestOmission {
     reason: 'live-stream' | 'over-max-buffer-size' | 'file-not-hashed'
-    fields: ResponseDigestField[]
+    /** `Signature`: an SRI signature asked for (or configured), which needs Unencoded-Digest as a header. */
+    fields: Array<ResponseDigestField | 'Signature'>
   }
 
   export type DeclaredDigests = Partial<Record<DigestAlgorithm, Buffer | Uint8Array | number>>
@@ -259,6 +300,7 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_UNREAD_TOO_LARGE'
     | 'FST_DIGEST_INCOMPLETE'
     | 'FST_DIGEST_FILE_CHANGED'
+    | 'FST_DIGEST_FIELD_HOOK_FAILED'
     | 'FST_DIGEST_STALE_REPRESENTATION'
 
   /**

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto'
 import { expect, test } from 'tstyche'
 import Fastify, { type FastifyPluginCallback } from 'fastify'
 import type { FastifyStaticOptions } from '@fastify/static'
@@ -53,11 +54,31 @@ test('plugin options', () => {
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: 'later' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: true })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileSidecars: 'sha256' })
+  app.register(digestFields, {
+    onDigestFields (request, reply, fields) {
+      expect(request.url).type.toBe<string>()
+      expect(reply.statusCode).type.toBe<number>()
+      expect(fields['content-digest']).type.toBe<string | undefined>()
+      return { signature: 'sig1=:AA==:' }
+    }
+  })
+  app.register(digestFields, { onDigestFields: async () => undefined })
+  app.register(digestFields, { onDigestFields: () => {} })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { onDigestFields: () => ({ signature: 1 }) })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { onDigestFields: 'sign' })
+  app.get('/signed', { digest: { onDigestFields: async () => ({ signature: 'sig1=:AA==:' }) } }, async () => 'x')
   app.register(digestFields, { contentDigest: 'sha-512', verify: false })
   app.register(digestFields, { unencodedDigest: 'sha-512' })
   app.register(digestFields, { reprDigest: true, unencodedDigest: ['sha-256', 'sha-512'] })
   expect(app.register).type.not.toBeCallableWith(digestFields, { unencodedDigest: 'md4' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { unencodedDigest: 1 })
+  const { privateKey } = generateKeyPairSync('ed25519')
+  app.register(digestFields, { integrityKeys: privateKey, integritySignature: true })
+  app.register(digestFields, { integrityKeys: [privateKey, '-----BEGIN PRIVATE KEY-----'], integritySignature: { keyid: 'KEY', label: 'sig1' } })
+  app.register(digestFields, { integrityKeys: [], integritySignature: 'KEY' })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { integrityKeys: Buffer.alloc(32) })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { integritySignature: { key: 'KEY' } })
+  expect(app.register).type.not.toBeCallableWith(digestFields, { integritySignature: 1 })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: ['md4'] })
   expect(app.register).type.not.toBeCallableWith(digestFields, { algorithms: 'sha-256' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { contentDigest: 'SHA-256' })
@@ -78,6 +99,9 @@ test('the digest route option', () => {
   app.get('/f', { digest: { live: true } }, handler)
   app.get('/g', { digest: { unencodedDigest: 'sha-256' } }, handler)
   app.get('/h', { digest: { unencodedDigest: false } }, handler)
+  app.get('/i', { digest: { integritySignature: { label: 'own' } } }, handler)
+  app.get('/j', { digest: { integritySignature: false } }, handler)
+  expect(app.get).type.not.toBeCallableWith('/x', { digest: { integrityKeys: [] } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { unencodedDigest: 'SHA-256' } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { live: 'yes' } }, handler)
   expect(app.get).type.not.toBeCallableWith('/x', { digest: { liveTypes: ['text/plain'] } }, handler)
@@ -103,7 +127,7 @@ test('decorators', () => {
   app.addHook('onResponse', async (_request, reply) => {
     expect(reply.digestsOmitted).type.toBe<DigestOmission | null>()
     expect(reply.digestsOmitted?.reason).type.toBe<'live-stream' | 'over-max-buffer-size' | 'file-not-hashed' | undefined>()
-    expect(reply.digestsOmitted?.fields).type.toBe<Array<'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest'> | undefined>()
+    expect(reply.digestsOmitted?.fields).type.toBe<Array<'Content-Digest' | 'Repr-Digest' | 'Unencoded-Digest' | 'Signature'> | undefined>()
   })
 })
 

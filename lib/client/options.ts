@@ -1,6 +1,6 @@
 // The interceptor's options, validated once when digestInterceptor() is
 // called: the plugin's names and defaults where they mean the same
-// (algorithms, verify, strict), plus `want` and `maxDecodedSize`. Unknown
+// (algorithms, verify, strict), plus `want`, `reprDigest` and `maxDecodedSize`. Unknown
 // keys are refused with the nearest option named, as lib/options.ts does for
 // the plugin. Pure: no fastify, no undici.
 import type { DigestAlgorithm, DigestInterceptorOptions, WantOption } from '../../types/client'
@@ -13,6 +13,11 @@ export interface ClientParams {
   readonly algorithms: readonly DigestAlgorithm[]
   readonly verify: 'if-present' | 'required'
   readonly strict: boolean
+  /**
+   * The readings a coded Repr-Digest may match: the coded bytes (RFC 9530 §3,
+   * a strict server), the decoded ones (the plugin's default mode), or either.
+   */
+  readonly reprDigest: ReprReading
   /** Want-Content-Digest / Want-Repr-Digest / Want-Unencoded-Digest values to send, or null. */
   readonly wantContent: string | null
   readonly wantRepr: string | null
@@ -20,12 +25,16 @@ export interface ClientParams {
   readonly maxDecodedSize: number
 }
 
+export type ReprReading = 'either' | 'decoded' | 'coded'
+const readings: readonly ReprReading[] = ['either', 'decoded', 'coded']
+
 export const defaultMaxDecodedSize = 64 * 1024 * 1024
 
 const optionKeys: Readonly<Record<keyof DigestInterceptorOptions, true>> = {
   algorithms: true,
   verify: true,
   strict: true,
+  reprDigest: true,
   want: true,
   maxDecodedSize: true
 }
@@ -96,10 +105,18 @@ export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): Cl
   }
   const strict = opts.strict ?? false
   if (typeof strict !== 'boolean') throw fail('strict', `expected a boolean, got ${describe(strict)}`)
+  const reprDigest = opts.reprDigest ?? (strict ? 'coded' : 'either')
+  if (!readings.includes(reprDigest)) {
+    throw fail('reprDigest', `expected 'either', 'decoded' or 'coded', got ${describe(reprDigest)}`)
+  }
+  // Strict mode is RFC 9530 §3 to the letter: the coding is part of the representation.
+  if (strict && reprDigest !== 'coded') {
+    throw fail('reprDigest', `strict: true reads a coded Repr-Digest over the coded bytes only, got ${describe(reprDigest)}`)
+  }
   const maxDecodedSize = opts.maxDecodedSize ?? defaultMaxDecodedSize
   if (typeof maxDecodedSize !== 'number' || !Number.isSafeInteger(maxDecodedSize) || maxDecodedSize < 0) {
     throw fail('maxDecodedSize', `expected a non-negative integer number of bytes, got ${describe(maxDecodedSize)}`)
   }
   const [wantContent, wantRepr, wantUnencoded] = checkWant(opts.want, algorithms)
-  return Object.freeze({ algorithms, verify, strict, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
+  return Object.freeze({ algorithms, verify, strict, reprDigest, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
 }

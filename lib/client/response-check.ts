@@ -10,6 +10,9 @@
 //   bytes: the only reading in strict mode); the plugin's default mode digests
 //   the representation before coding (every coding listed undone, last
 //   applied first: side-decoder.ts), so by default either reading matches.
+//   `reprDigest: 'decoded'` takes the decoded reading alone: the coded bytes
+//   are then hashed for Content-Digest only. A coding that fails to decode
+//   has no decoded reading: that Repr-Digest is mismatched.
 //   When the decoded reading is unknown (past maxDecodedSize, or a coding not
 //   decoded here) a Repr-Digest that does not match the coded bytes may still
 //   be right: it is unchecked, not mismatched. Unchecked is not verified, so
@@ -38,7 +41,7 @@
 //   decoded reading is unknown it is unchecked; when the content does not
 //   decode it is mismatched. Chromium checks every sha-256 and sha-512 value
 //   it lists; here, every value of an accepted algorithm, as for the others.
-import type { DigestClientError } from '../../types/client'
+import type { DigestAlgorithm, DigestClientError } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
 import { MultiDigester, type DigestResults } from '../digest-stream'
 import { parseDigestField } from '../fields'
@@ -66,7 +69,6 @@ interface Received { field: DigestFieldName, digests: DigestMap }
 const NO_CONTENT = new Set([204, 304])
 const NO_REPR = new Set([206, 304, 406])
 const NO_UNENCODED = new Set([206, 304])
-const NO_DIGESTS: DigestResults = new Map()
 
 function parse (value: string | undefined, field: DigestFieldName, errors: DigestClientError[]): DigestMap | null {
   try {
@@ -101,6 +103,8 @@ export class ResponseCheck {
   readonly #checkUnencoded: boolean
   /** A content coding is applied (one not decoded here included). */
   readonly #coded: boolean
+  /** A coded Repr-Digest is read over the decoded bytes alone (`reprDigest: 'decoded'`). */
+  #onDecoded = false
   readonly #trailerFields: boolean
   /** No content can follow (HEAD, 204, 304): the verdict can be given from the head. */
   readonly empty: boolean
@@ -134,14 +138,16 @@ export class ResponseCheck {
       announced.includes('unencoded-digest') || (request.trailers && inHead.length === 0))
     if (statusCode !== 304) {
       // Over the bytes received: Content-Digest, Repr-Digest (its coded
-      // reading), and Unencoded-Digest when no coding is applied; over the
-      // decoded bytes: Repr-Digest's default-mode reading and Unencoded-Digest.
+      // reading, unless it is read only over decoded bytes), and
+      // Unencoded-Digest when no coding is applied; over the decoded bytes:
+      // Repr-Digest's decoded reading and Unencoded-Digest.
+      this.#onDecoded = this.#coded && params.reprDigest === 'decoded'
       const decodes = this.#coded && !this.empty
-      const decodesRepr = decodes && !params.strict
+      const decodesRepr = decodes && params.reprDigest !== 'coded'
       const all = params.algorithms
       const received = this.#trailerFields
         ? all
-        : all.filter((a) => content?.has(a) === true || repr?.has(a) === true || (!decodes && unencoded?.has(a) === true))
+        : all.filter((a) => content?.has(a) === true || (!this.#onDecoded && repr?.has(a) === true) || (!decodes && unencoded?.has(a) === true))
       // (Where Unencoded-Digest is not checked, Repr-Digest is not either: NO_REPR holds NO_UNENCODED.)
       const decoded = !decodes || !this.#checkUnencoded
         ? []
@@ -219,21 +225,17 @@ export class ResponseCheck {
     let verified = false
     let failure: DigestClientError | null = this.#errors[0] ?? null
     let notChecked: DigestClientError | null = null
+    if (this.#status === 304) return failure // nothing to check (RFC 9110 §15.4.5)
     for (const { field, digests } of this.#received) {
       if (failure !== null) break
       if (field === 'Unencoded-Digest') {
-        const outcome = this.#unencodedOutcome(digests, coded, decoded, undecoded)
+        const outcome = this.#unencodedOutcome(digests, coded ?? NONE, decoded, undecoded)
         if (typeof outcome === 'boolean') verified ||= outcome
         else if (outcome.code === 'FST_DIGEST_RESPONSE_UNCHECKED') notChecked = outcome
         else failure = outcome
         continue
       }
-      if (coded === null) continue // a 304: nothing to check
-      let verification = verifyDigests(field, digests, coded, enabled)
-      if (!verification.ok && field === 'Repr-Digest' && this.#coded && !this.#params.strict && decoded !== null) {
-        const other = verifyDigests(field, digests, decoded, enabled)
-        if (other.ok || failureOf(verification) === null) verification = other
-      }
+      const verification = this.#verify(field, digests, coded ?? NONE, decoded)
       const bad = badResult(verification)
       if (field === 'Repr-Digest' && undecoded !== null && bad?.outcome === 'mismatched') {
         // Not the coded bytes' digest; maybe the decoded ones', unknown here.
@@ -250,15 +252,26 @@ export class ResponseCheck {
     return failure
   }
 
+  /** One field against the readings it may be of (see the head of this file). */
+  #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
+    const enabled = this.#params.algorithms
+    if (field !== 'Repr-Digest' || !this.#coded) return verifyDigests(field, digests, coded, enabled)
+    if (this.#onDecoded) return decoded === null ? noReading(digests, enabled) : verifyDigests(field, digests, decoded, enabled)
+    const verification = verifyDigests(field, digests, coded, enabled)
+    if (verification.ok || this.#params.reprDigest === 'coded' || decoded === null) return verification
+    const other = verifyDigests(field, digests, decoded, enabled)
+    return other.ok || failureOf(verification) === null ? other : verification
+  }
+
   /**
    * Unencoded-Digest's outcome: verified (true) or not (false: no accepted
    * algorithm), or its error: a failure, or unchecked.
    */
-  #unencodedOutcome (digests: DigestMap, coded: DigestResults | null, decoded: DigestResults | null, undecoded: string | null): boolean | DigestClientError {
+  #unencodedOutcome (digests: DigestMap, coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): boolean | DigestClientError {
     const enabled = this.#params.algorithms
     // Coded content: the decoded reading only. No content (a 204) has no coding to undo.
-    const reading = this.#coded && !this.empty ? decoded : (coded ?? NO_DIGESTS)
-    const verification = verifyDigests('Unencoded-Digest', digests, reading ?? NO_DIGESTS, enabled)
+    const reading = this.#coded && !this.empty ? decoded : coded
+    const verification = verifyDigests('Unencoded-Digest', digests, reading ?? NONE, enabled)
     const failure = failureOf(verification)
     if (reading !== null || failure !== null) return failure ?? verification.ok
     const algorithm = usableAlgorithms(digests, enabled)[0]
@@ -276,4 +289,16 @@ export class ResponseCheck {
     return problemError(Buffer.concat(this.#problem), this.#coding,
       digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField)
   }
+}
+
+const NONE: DigestResults = new Map()
+
+/**
+ * A Repr-Digest read over decoded bytes that are unknown (past the limit, a
+ * coding not decoded here, or one that failed to decode): no value matches.
+ */
+function noReading (digests: DigestMap, enabled: readonly DigestAlgorithm[]): FieldVerification {
+  const { results } = verifyDigests('Repr-Digest', digests, NONE, enabled)
+  const open = usableAlgorithms(digests, enabled).map((algorithm): AlgorithmResult => ({ algorithm, outcome: 'mismatched' }))
+  return { field: 'Repr-Digest', ok: false, results: [...results, ...open] }
 }

@@ -18,6 +18,7 @@ import type { FileResponse } from './files'
 import { union, type ResponsePlan } from './plan'
 import { declareTrailer, decidePrecondition, emitFields, reprDigests, setField, unencodedDigests, wholeOf, writeShared } from './emit'
 import { commaSeparatedTrailer } from './trailer-field'
+import { TrailerHook } from './field-hook'
 import type { Payload, ResponseState } from './state'
 
 /** A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's. */
@@ -47,7 +48,7 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
       // The usual response: the bytes sent are the uncoded representation
       // and the digests are only sent, so every field is one value, hashed
       // and serialized in one step.
-      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0, unencoded)
+      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0, unencoded, plan.signatures)
       return payload
     }
     if (unchanged) {
@@ -165,19 +166,20 @@ export async function streamedContent (
     // Digests are known only at the end: declare them as trailers (RFC 9530 §2, §3).
     reply.removeHeader('content-length')
     const strict = plan.mode.strict
-    declareTrailer(reply, 'content-digest', plan.content, strict, () => hasher.digests)
+    const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
+    declareTrailer(reply, 'content-digest', plan.content, strict, () => hasher.digests, hook)
     if (state.file !== null && !plan.reprOfContent) {
       // A file's representation digest is known before any byte is sent.
       setField(reply, 'repr-digest', reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.repr), plan.repr, strict)
     } else {
       declareTrailer(reply, 'repr-digest', plan.repr, strict, (r) =>
-        reprDigests(r, plan.reprOfContent ? hasher.digests : identityOf(), plan.repr))
+        reprDigests(r, plan.reprOfContent ? hasher.digests : identityOf(), plan.repr), hook)
     }
     if (state.file !== null) {
       // So is a file's Unencoded-Digest (its identity file's).
       setField(reply, 'unencoded-digest', unencodedDigests(reply, state, state.repr), plan.unencoded, true)
     } else {
-      declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()))
+      declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), hook)
     }
     commaSeparatedTrailer(reply.raw)
     return hasher

@@ -9,39 +9,69 @@ import { getDeclared, getDeclaredUnencoded } from '../declared'
 import { PROBLEM_CONTENT_TYPE } from '../request/problem'
 import { sameList } from './plan'
 import { STALE_PROBLEM, preconditionFails } from './precondition'
+import { signatureFields, type IntegritySignature } from './integrity'
+import type { TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './state'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_VALUE = VARY_TOKENS.join(', ')
-const TRAILERS = ['content-digest', 'repr-digest', 'unencoded-digest']
+const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
+const VARY_SIGNING_VALUE = VARY_SIGNING_TOKENS.join(', ')
+type DigestTrailer = 'content-digest' | 'repr-digest' | 'unencoded-digest'
+const TRAILERS: readonly DigestTrailer[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
-/** Add the Want-* fields to Vary: each one can change which digests a response carries (RFC 9110 §12.5.5). */
-export function addVary (reply: FastifyReply): void {
+/**
+ * Add the Want-* fields to Vary, and Accept-Signature when the plugin holds
+ * SRI keys (`signing`): each one can change which fields a response carries
+ * (RFC 9110 §12.5.5).
+ */
+export function addVary (reply: FastifyReply, signing: boolean): void {
   const current = reply.getHeader('vary')
   if (current === undefined) {
-    reply.header('vary', VARY_VALUE)
+    reply.header('vary', signing ? VARY_SIGNING_VALUE : VARY_VALUE)
     return
   }
   const value = Array.isArray(current) ? current.join(', ') : String(current)
   if (value.trim() === '*') return
   const have = new Set(value.split(',').map((t) => t.trim().toLowerCase()))
-  const missing = VARY_TOKENS.filter((t) => !have.has(t.toLowerCase()))
+  const missing = (signing ? VARY_SIGNING_TOKENS : VARY_TOKENS).filter((t) => !have.has(t.toLowerCase()))
   if (missing.length > 0) reply.header('vary', value === '' ? missing.join(', ') : `${value}, ${missing.join(', ')}`)
 }
 
-/** Content-Digest, Repr-Digest and Unencoded-Digest as one `value`: the bytes sent are the uncoded representation. */
-export function writeShared (reply: FastifyReply, value: string, content: boolean, repr: boolean, unencoded: boolean): void {
-  if (content) reply.header('content-digest', value)
-  if (repr) reply.header('repr-digest', value)
-  if (unencoded) reply.header('unencoded-digest', value)
+/**
+ * Signature-Input and Signature of SRI `signatures` over the Unencoded-Digest
+ * value just written (lib/response/integrity.ts). A reply that set either
+ * field itself keeps its own: none is added.
+ */
+export function writeSignatures (reply: FastifyReply, signatures: readonly IntegritySignature[], unencoded: string): void {
+  if (signatures.length === 0 || reply.hasHeader('signature-input') || reply.hasHeader('signature')) return
+  const fields = signatureFields(signatures, unencoded)
+  reply.header('signature-input', fields.input)
+  reply.header('signature', fields.signature)
 }
 
-/** Set field `name` to the digests of `algs` found in `digests`, if any. */
+/**
+ * Content-Digest, Repr-Digest and Unencoded-Digest as one `value`: the bytes
+ * sent are the uncoded representation. `signatures` sign Unencoded-Digest.
+ */
+export function writeShared (
+  reply: FastifyReply, value: string, content: boolean, repr: boolean, unencoded: boolean, signatures: readonly IntegritySignature[]
+): void {
+  if (content) reply.header('content-digest', value)
+  if (repr) reply.header('repr-digest', value)
+  if (unencoded) {
+    reply.header('unencoded-digest', value)
+    writeSignatures(reply, signatures, value)
+  }
+}
+
+/** Set field `name` to the digests of `algs` found in `digests`, if any; returns the value set. */
 export function setField (
   reply: FastifyReply, name: string, digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean
-): void {
+): string | null {
   const value = serializeSelected(digests, algs, strict)
   if (value !== null) reply.header(name, value)
+  return value
 }
 
 /** Representation digests for `algs`: declared ones first, then computed ones. */
@@ -153,7 +183,10 @@ export function emitFields (
     : serializeSelected(repr, plan.repr, strict)
   if (reprValue !== null) reply.header('repr-digest', reprValue)
   // Unencoded-Digest values are always Byte Sequences (draft-ietf-httpbis-unencoded-digest §3).
-  if (plan.unencoded.length > 0) setField(reply, 'unencoded-digest', unencodedDigests(reply, state, identity), plan.unencoded, true)
+  if (plan.unencoded.length > 0) {
+    const unencoded = setField(reply, 'unencoded-digest', unencodedDigests(reply, state, identity), plan.unencoded, true)
+    if (unencoded !== null) writeSignatures(reply, plan.signatures, unencoded)
+  }
   return payload
 }
 
@@ -161,16 +194,19 @@ export function emitFields (
  * Declare a digest trailer whose value is read once the body has been sent.
  * A trailer callback that fails is dropped by fastify: that is how a digest
  * that turned out to be unknown (a 206 without a declared representation
- * digest) is left out.
+ * digest) is left out. With an onDigestFields hook, the value waits for it
+ * (lib/response/field-hook.ts).
  */
 export function declareTrailer (
-  reply: FastifyReply, name: string, algs: readonly DigestAlgorithm[], strict: boolean,
-  compute: (reply: FastifyReply) => DigestResults | null
+  reply: FastifyReply, name: DigestTrailer, algs: readonly DigestAlgorithm[], strict: boolean,
+  compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null
 ): void {
   if (algs.length === 0) return
+  hook?.declare()
   reply.trailer(name, (r, _payload, done) => {
     const value = serializeSelected(compute(r), algs, strict)
-    if (value === null) done(new Error(`no ${name} value`))
+    if (hook !== null) hook.settle(name, value, done)
+    else if (value === null) done(new Error(`no ${name} value`))
     else done(null, value)
   })
 }
@@ -182,6 +218,12 @@ export function declareTrailer (
  * the raw response), must not stay: the error body is sent with a
  * Content-Length, and gets digests of its own.
  */
+/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
+export function hasDigestTrailers (reply: FastifyReply): boolean {
+  for (const name of TRAILERS) if (reply.hasTrailer(name)) return true
+  return false
+}
+
 export function dropTrailers (reply: FastifyReply): void {
   let declared = false
   for (const name of TRAILERS) {

@@ -19,6 +19,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ResponseDigestField } from '../../types/index'
 import type { DigestParams } from '../digest-params'
+import { requestedSignatures, signaturesFor } from './integrity'
 import type { RouteHookInstaller } from '../route-hooks'
 import { getDeclared } from '../declared'
 import { kResponseState } from '../symbols'
@@ -28,7 +29,8 @@ import { OmissionLog, missingFields } from './omissions'
 import { noContentStatus, planFields, uncoded, unsolicitedOf, type FieldPlan, type RequestFacts, type Unsolicited } from './plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
-import { addVary, dropTrailers, setField, unencodedDigests, writeShared } from './emit'
+import { addVary, dropTrailers, hasDigestTrailers, setField, unencodedDigests, writeShared } from './emit'
+import { hookHeaders } from './field-hook'
 import type { Payload, ResponseContext, ResponseState } from './state'
 
 type Done = (err: Error | null, payload?: Payload) => void
@@ -55,7 +57,8 @@ function requestFacts (request: FastifyRequest): RequestFacts {
     wantUnencodedDigest: headers['want-unencoded-digest'],
     reprDigest: headers['repr-digest'],
     te: headers.te,
-    httpVersion: request.raw.httpVersion
+    httpVersion: request.raw.httpVersion,
+    acceptSignature: headers['accept-signature']
   }
 }
 
@@ -65,25 +68,38 @@ function requestFacts (request: FastifyRequest): RequestFacts {
  * field, no Repr-Digest to compare, nothing declared, the reply's first
  * send. Its bytes are the representation, so the fields are the route's
  * unsolicited ones with one value (what bufferedContent's shared value would
- * be), without per-request state. False, having changed nothing, for any
- * other response: the stages then run in full.
+ * be), without per-request state; signed when the route signs unasked, or
+ * when Accept-Signature asks for a held key (the route's `signed` fields).
+ * False, having changed nothing, for any other response: the stages then
+ * run in full.
  */
 function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: Payload, usual: Unsolicited): boolean {
   if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return false
   const headers = request.headers
   const method = request.method
   const status = reply.statusCode
+  let fields: Unsolicited | null = usual
+  let signatures = usual.signatures
+  const asked = usual.keys.size === 0 ? undefined : headers['accept-signature']
+  if (asked !== undefined) {
+    const requested = requestedSignatures(asked, usual.keys)
+    if (requested.length > 0) {
+      if (signatures.length === 0) fields = usual.signed
+      signatures = signaturesFor(requested, signatures[0] ?? null)
+    }
+  }
   if (
+    fields === null ||
     method === 'HEAD' || status === 206 || noContentStatus(status) ||
     headers['want-content-digest'] !== undefined || headers['want-repr-digest'] !== undefined ||
     headers['want-unencoded-digest'] !== undefined ||
     (usual.conditional && method === 'GET' && headers['repr-digest'] !== undefined) ||
     getDeclared(reply) !== null || stateOf(request) !== kNothing ||
     // Coded bytes of the route's own are not the unencoded representation.
-    (usual.unencoded && !uncoded(reply.getHeader('content-encoding')))
+    (fields.unencoded && !uncoded(reply.getHeader('content-encoding')))
   ) return false
-  addVary(reply)
-  if (usual.write !== null) writeShared(reply, usual.write(payload), usual.content, usual.repr, usual.unencoded)
+  addVary(reply, usual.keys.size > 0)
+  if (fields.write !== null) writeShared(reply, fields.write(payload), fields.content, fields.repr, fields.unencoded, signatures)
   return true
 }
 
@@ -91,38 +107,50 @@ function usualResponse (request: FastifyRequest, reply: FastifyReply, payload: P
 function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
   if (state.omitted === null) return
   const { plan } = state
-  const wanted: ResponseDigestField[] = []
+  const wanted: Array<ResponseDigestField | 'Signature'> = []
   if (plan.content.length > 0) wanted.push('Content-Digest')
   if (plan.repr.length > 0) wanted.push('Repr-Digest')
   if (plan.unencoded.length > 0) wanted.push('Unencoded-Digest')
+  if (plan.signatures.length > 0) wanted.push('Signature')
   state.context.omissions.report(request, reply, state.omitted, missingFields(reply, wanted), state.params.trailers)
 }
 
-function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+/**
+ * The digest fields are final: on with `payload`, through the route's
+ * onDigestFields hook when it has one (lib/response/field-hook.ts); for
+ * digest trailers, the hook runs when they are known.
+ */
+function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
+  const hook = params.onDigestFields
+  if (hook === null || hasDigestTrailers(reply)) done(null, payload)
+  else hookHeaders(hook, request, reply, payload, done)
+}
+
+function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, signing: boolean): void {
   const state = stateOf(request)
-  addVary(reply)
+  addVary(reply, signing)
   if (state === kNothing) {
     done(null, payload)
     return
   }
-  const { plan } = state
+  const { plan, params } = state
   if (plan.transport === 'declared') {
     // No content: no Content-Digest; Repr-Digest and Unencoded-Digest only when the route declared them.
     setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
     setField(reply, 'unencoded-digest', unencodedDigests(reply, state, null), plan.unencoded, true)
-    done(null, payload)
+    fieldsDone(request, reply, payload, done, params)
     return
   }
   if (!plan.head && isNodeStream(payload)) {
     streamedContent(request, reply, payload, state).then((p) => {
       reportOmitted(request, reply, state)
-      done(null, p)
+      fieldsDone(request, reply, p, done, params)
     }, done)
     return
   }
   const out = bufferedContent(reply, payload, state)
   reportOmitted(request, reply, state)
-  done(null, out)
+  fieldsDone(request, reply, out, done, params)
 }
 
 export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
@@ -139,6 +167,12 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     }
   })
   const context: ResponseContext = { files, omissions: new OmissionLog() }
+  // SRI keys are plugin-level: every response may depend on Accept-Signature.
+  const signing = params.integrityKeys.size > 0
+
+  function digestContentStage (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+    contentStage(request, reply, payload, done, signing)
+  }
 
   /**
    * After the representation stage: on to compress and the content stage, or
@@ -146,7 +180,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
    * without other onSend hooks).
    */
   function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean): void {
-    if (both) contentStage(request, reply, payload, done)
+    if (both) contentStage(request, reply, payload, done, signing)
     else done(null, payload)
   }
 
@@ -182,7 +216,8 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   // hook runs both stages for them, with the plugin's options.
   const usual = unsolicitedOf(params)
   fastify.addHook('onSend', function digestNotFound (request, reply, payload, done) {
-    if (!request.is404 || (usual !== null && usualResponse(request, reply, payload, usual))) done(null, payload)
+    if (!request.is404) done(null, payload)
+    else if (usual !== null && usualResponse(request, reply, payload, usual)) fieldsDone(request, reply, payload, done as Done, params)
     else representationStage(request, reply, payload, done as Done, params, true)
   })
 
@@ -194,13 +229,13 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       }
       const usual = unsolicitedOf(routeParams)
       function digestBothStages (this: unknown, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
-        if (usual !== null && usualResponse(request, reply, payload, usual)) done(null, payload)
+        if (usual !== null && usualResponse(request, reply, payload, usual)) fieldsDone(request, reply, payload, done, routeParams)
         else representationStage(request, reply, payload, done, routeParams, true)
       }
       // The representation stage first among the route's onSend hooks
       // (before compress), the content stage last (after it); with no other
       // onSend hook on the route, one hook runs both (lib/route-hooks.ts).
-      return { onSendAround: { before: digestReprStage, after: contentStage, alone: digestBothStages } }
+      return { onSendAround: { before: digestReprStage, after: digestContentStage, alone: digestBothStages } }
     }
   }
 }

@@ -10,15 +10,18 @@ import type { DigestOmission, ResponseDigestField } from '../../types/index'
 export type OmissionReason = DigestOmission['reason']
 
 /** The fields of `wanted` that the reply carries neither as a header nor as a trailer. */
-export function missingFields (reply: FastifyReply, wanted: readonly ResponseDigestField[]): ResponseDigestField[] {
+export function missingFields<F extends ResponseDigestField | 'Signature'> (reply: FastifyReply, wanted: readonly F[]): F[] {
   return wanted.filter((field) => !reply.hasHeader(field) && !reply.hasTrailer(field))
 }
 
-function fixOf (reason: OmissionReason, head: boolean, trailers: boolean): string {
+function fixOf (reason: OmissionReason, head: boolean, trailers: boolean, signed: boolean): string {
   // A HEAD has no content to carry trailers (RFC 9110 §9.3.2): TE cannot help it.
   if (reason === 'over-max-buffer-size' && head) {
     return 'declare the digest with reply.setReprDigest() when it is known, or raise maxBufferSize (plugin or route option) above the representation\'s size'
   }
+  // An SRI signature needs Unencoded-Digest in the header section: trailers cannot help it either.
+  if (signed && reason === 'over-max-buffer-size') return 'raise maxBufferSize (plugin or route option) above the response\'s size: a signature covers Unencoded-Digest in the header section'
+  if (signed && reason === 'live-stream' && !head) return 'set digest: { live: false } on the route to buffer the stream (up to maxBufferSize): a signature covers Unencoded-Digest in the header section'
   const asTrailers = trailers
     ? 'clients that send "TE: trailers" get them as trailers'
     : 'set the trailers option to true, and clients that send "TE: trailers" get them as trailers'
@@ -53,7 +56,7 @@ export class OmissionLog {
    * Record on the reply that `fields` were left out for `reason`, and warn
    * once per route and reason. `trailers` is the route's trailers option.
    */
-  report (request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, fields: ResponseDigestField[], trailers: boolean): void {
+  report (request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, fields: DigestOmission['fields'], trailers: boolean): void {
     if (fields.length === 0) return
     ;(reply as { digestsOmitted: DigestOmission | null }).digestsOmitted = { reason, fields }
     const route = request.is404 ? '(404)' : `${request.method} ${request.routeOptions.url as string}`
@@ -63,7 +66,7 @@ export class OmissionLog {
     const head = request.method === 'HEAD'
     request.log.warn(
       { route, reason, fields },
-      `fastify-digest-fields: ${fields.join(', ')} not sent on ${route}: ${whyOf(reason, head)}. Fix: ${fixOf(reason, head, trailers)} (logged once per route)`
+      `fastify-digest-fields: ${fields.join(', ')} not sent on ${route}: ${whyOf(reason, head)}. Fix: ${fixOf(reason, head, trailers, fields.includes('Signature'))} (logged once per route)`
     )
   }
 }

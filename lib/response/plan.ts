@@ -16,6 +16,7 @@ import type { DigestParams } from '../digest-params'
 import { fieldWriter, parseWantField, writtenAlike, type FieldWriter } from '../fields'
 import { selectAlgorithms } from '../negotiation'
 import { preconditionAlgorithm, preconditionOf, type Precondition } from './precondition'
+import { NO_SIGNATURES, requestedSignatures, signaturesFor, sriAlgorithms, type IntegrityKeys, type IntegritySignature } from './integrity'
 
 /** No algorithm (shared: never mutated). */
 export const NONE: readonly DigestAlgorithm[] = []
@@ -107,6 +108,8 @@ export interface RequestFacts {
   readonly reprDigest: string | string[] | undefined
   readonly te: string | string[] | undefined
   readonly httpVersion: string
+  /** What signatures the client asks for (RFC 9421 §5.1; signature-based SRI). */
+  readonly acceptSignature: string | string[] | undefined
 }
 
 /**
@@ -154,8 +157,10 @@ export interface FieldPlan {
   readonly shared: readonly DigestAlgorithm[] | null
   readonly mode: Mode
   readonly head: boolean
-  /** The client accepts trailers and the route sends them (RFC 9110 §6.5, §10.1.4). */
+  /** The client accepts trailers and the route sends them (RFC 9110 §6.5, §10.1.4); never with a signature. */
   readonly trailers: boolean
+  /** SRI signatures over Unencoded-Digest (lib/response/integrity.ts); empty: none. */
+  readonly signatures: readonly IntegritySignature[]
 }
 
 /** What the payload is, as the representation stage sees it. */
@@ -231,7 +236,12 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
   const repr = wantRepr === null
     ? params.reprDigest
     : selectAlgorithms({ algorithms: params.algorithms, want: wantRepr, unsolicited: params.reprDigest })
-  const unencoded = unencodedAlgorithms(parseWantField(request.wantUnencodedDigest), params)
+  const signatures = params.integrityKeys.size === 0
+    ? NO_SIGNATURES
+    : signaturesFor(requestedSignatures(request.acceptSignature, params.integrityKeys), params.integritySignature)
+  // A signed Unencoded-Digest carries sha-256 / sha-512 only, and always (WICG signature-based-sri).
+  const wanted = unencodedAlgorithms(parseWantField(request.wantUnencodedDigest), params)
+  const unencoded = signatures.length === 0 ? wanted : sriAlgorithms(wanted, params.algorithms)
   const precondition = params.conditional ? preconditionOf(request.method, request.reprDigest, params.algorithms) : null
   if (content.length === 0 && repr.length === 0 && unencoded.length === 0 && precondition === null) return null
   const algorithm = preconditionAlgorithm(params.algorithms)
@@ -250,7 +260,9 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
     shared: precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null,
     mode: modeOf(strict, unencoded, reprNeeded, identityNeeded),
     head,
-    trailers: trailersAllowed(request, params)
+    // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
+    trailers: signatures.length === 0 && trailersAllowed(request, params),
+    signatures
   }
 }
 
@@ -282,8 +294,8 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Respons
   const reprOfContent = fields.mode.strict && !partial && !fields.head
   // Every member named, no spread: Node 20's V8 gives a spread's copy a new
   // hidden class, and each property added to it another, on every call.
-  const { content, repr, unencoded, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers } = fields
-  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, transport, omitted, partial, contentHashed, reprOfContent }
+  const { content, repr, unencoded, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures } = fields
+  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures, transport, omitted, partial, contentHashed, reprOfContent }
 }
 
 /** The whole plan: what a response to `request` with `payload` carries on a route with `params`. */
@@ -307,10 +319,21 @@ export interface Unsolicited {
   readonly repr: boolean
   /** Unencoded-Digest too: the value stands for it only when the reply sets no Content-Encoding. */
   readonly unencoded: boolean
+  /** The route's unsolicited SRI signature over the value (empty: none). */
+  readonly signatures: readonly IntegritySignature[]
+  /** The plugin's SRI keys (empty: none), which a request's Accept-Signature may ask for. */
+  readonly keys: IntegrityKeys
+  /**
+   * The fields of a usual response signed on request, when the route signs
+   * nothing unasked (its Unencoded-Digest is then sha-2 only, and always
+   * there); null when they share no value, or there are no keys.
+   */
+  readonly signed: Unsolicited | null
 }
 
-export function unsolicitedOf (params: DigestParams): Unsolicited | null {
-  const { contentDigest, reprDigest, unencodedDigest } = params
+function usualFields (params: DigestParams, signing: boolean): Unsolicited | null {
+  const { contentDigest, reprDigest, integritySignature, integrityKeys } = params
+  const unencodedDigest = signing ? sriAlgorithms(params.unencodedDigest, params.algorithms) : params.unencodedDigest
   const algs = sharedAlgorithms(contentDigest, reprDigest, unencodedDigest, params.strict)
   if (algs === null) return null
   return {
@@ -318,6 +341,13 @@ export function unsolicitedOf (params: DigestParams): Unsolicited | null {
     write: fieldWriter(algs, params.strict),
     content: contentDigest.length > 0,
     repr: reprDigest.length > 0,
-    unencoded: unencodedDigest.length > 0
+    unencoded: unencodedDigest.length > 0,
+    signatures: integritySignature === null ? NO_SIGNATURES : [integritySignature],
+    keys: integrityKeys,
+    signed: signing || integrityKeys.size === 0 ? null : usualFields(params, true)
   }
+}
+
+export function unsolicitedOf (params: DigestParams): Unsolicited | null {
+  return usualFields(params, params.integritySignature !== null)
 }

@@ -1,0 +1,243 @@
+// Signature-based SRI: the HTTP Message Signature profile of WICG
+// signature-based-sri (index.bs, "The SRI HTTP Message Signature Profile"),
+// and nothing more of RFC 9421. A page's
+// `<script integrity="ed25519-KEY" crossorigin>` makes the browser ask, with
+// `Accept-Signature: sig0=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`
+// (RFC 9421 §5.1), for an Ed25519 signature over the response's
+// Unencoded-Digest; it runs the script only when that signature verifies
+// with KEY and the body matches the digest.
+//
+// The profile, as signed here:
+// * one component, `"unencoded-digest";sf`, in the header section (never a
+//   trailer), whose members are sha-256 / sha-512 Byte Sequences only
+//   ("valid for SRI": any other key makes the field invalid);
+// * signature parameters `keyid` (the base64 of the raw 32-byte Ed25519
+//   public key) and `tag="ed25519-integrity"`, in that order; no `alg`
+//   (RFC 9421 §7.3.6); no `created` / `expires` (optional in the profile;
+//   a cached response would outlive them);
+// * the signature base of RFC 9421 §2.5: the component line, then the
+//   `@signature-params` line, no trailing newline.
+//
+// Pure: node:crypto and structured-headers, no fastify.
+import { createPrivateKey, createPublicKey, KeyObject, sign } from 'node:crypto'
+import { parseDictionary } from 'structured-headers'
+import type { DigestAlgorithm } from '../../types/index'
+
+export const INTEGRITY_TAG = 'ed25519-integrity'
+
+/** The digest algorithms an Unencoded-Digest signed for SRI may carry that the plugin has. */
+export const SRI_ALGORITHMS: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
+
+/** An Ed25519 private key the plugin signs with, and its keyid. */
+export interface HeldKey {
+  /** The base64 (with padding) of the raw 32-byte public key. */
+  readonly keyid: string
+  readonly privateKey: KeyObject
+}
+
+/** Held keys by keyid without its base64 padding. */
+export type IntegrityKeys = ReadonlyMap<string, HeldKey>
+
+/** One signature to send: the label it goes under, and the key. */
+export interface IntegritySignature {
+  readonly label: string
+  /** The keyid as the request wrote it (with or without padding), or the held key's. */
+  readonly keyid: string
+  readonly privateKey: KeyObject
+}
+
+/** No signature (shared: never mutated). */
+export const NO_SIGNATURES: readonly IntegritySignature[] = Object.freeze([])
+
+const SF_KEY = /^[a-z*][a-z0-9_\-.*]*$/
+
+/** Whether `label` can name a member of Signature-Input (an RFC 8941 Dictionary key). */
+export function validLabel (label: unknown): label is string {
+  return typeof label === 'string' && SF_KEY.test(label)
+}
+
+/** Where a keyid is held in IntegrityKeys: without its base64 padding. */
+export function unpadded (keyid: string): string {
+  let end = keyid.length
+  while (end > 0 && keyid.charCodeAt(end - 1) === 0x3d) end--
+  return keyid.slice(0, end)
+}
+
+/** The keyid of an Ed25519 key: the base64 of its raw 32-byte public key. */
+export function keyIdOf (key: KeyObject): string {
+  const jwk = createPublicKey(key).export({ format: 'jwk' })
+  return Buffer.from(jwk.x as string, 'base64url').toString('base64')
+}
+
+/**
+ * An option's key as a held key: a private Ed25519 KeyObject, or its PEM.
+ * Returns why it is not one instead.
+ */
+export function heldKeyOf (value: unknown): HeldKey | string {
+  let key: KeyObject
+  if (value instanceof KeyObject) {
+    key = value
+  } else if (typeof value === 'string') {
+    try {
+      key = createPrivateKey(value)
+    } catch (err) {
+      let isPublic = false
+      try {
+        isPublic = createPublicKey(value).type === 'public'
+      } catch {}
+      return isPublic
+        ? 'a public key: the Ed25519 private key is needed to sign'
+        : `a string that is no PEM private key (${(err as Error).message})`
+    }
+  } else {
+    return `expected Ed25519 private keys (KeyObjects or PEM strings), got ${value === null ? 'null' : typeof value}`
+  }
+  if (key.type === 'public') return 'a public key: the Ed25519 private key is needed to sign'
+  if (key.asymmetricKeyType !== 'ed25519') return `a ${key.asymmetricKeyType ?? key.type} key, not Ed25519`
+  return { keyid: keyIdOf(key), privateKey: key }
+}
+
+/** The held key named by `keyid` (padding optional), if any. */
+export function findKey (keys: IntegrityKeys, keyid: string): HeldKey | undefined {
+  return keys.get(unpadded(keyid))
+}
+
+/**
+ * The algorithms of a signed Unencoded-Digest: those of `selected` that are
+ * sha-256 or sha-512, else the first of them enabled.
+ */
+export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
+  const kept = selected.filter((a) => SRI_ALGORITHMS.includes(a))
+  if (kept.length === selected.length && kept.length > 0) return selected
+  return kept.length > 0 ? kept : enabled.filter((a) => SRI_ALGORITHMS.includes(a)).slice(0, 1)
+}
+
+type Parameters = Map<string, unknown>
+
+/** `("unencoded-digest";sf)`: the profile's one component, with `sf` and no other parameter. */
+function profileComponents (value: unknown): boolean {
+  if (!Array.isArray(value) || value.length !== 1) return false
+  const [name, params] = value[0] as [unknown, Parameters]
+  return name === 'unencoded-digest' && params.size === 1 && params.get('sf') === true
+}
+
+/**
+ * The signatures an Accept-Signature field asks for (RFC 9421 §5.1) that
+ * the profile allows and a held key can give: members whose inner list is
+ * `("unencoded-digest";sf)` and whose parameters are exactly `keyid` (a held
+ * key's) and `tag="ed25519-integrity"`. Each held key signs once, under the
+ * first label that asks for it. A field that does not parse asks for
+ * nothing (RFC 9651 §4.2: ignored).
+ */
+export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
+  if (value === undefined || keys.size === 0) return NO_SIGNATURES
+  if (typeof value === 'string') {
+    const quick = browserRequest(value, keys)
+    if (quick !== undefined) return quick
+  }
+  let dictionary: ReturnType<typeof parseDictionary>
+  try {
+    dictionary = parseDictionary(Array.isArray(value) ? value.join(', ') : value)
+  } catch {
+    return NO_SIGNATURES
+  }
+  const out: IntegritySignature[] = []
+  for (const [label, [components, params]] of dictionary) {
+    if (!profileComponents(components) || params.size !== 2 || params.get('tag') !== INTEGRITY_TAG) continue
+    const keyid = params.get('keyid')
+    const held = typeof keyid === 'string' ? findKey(keys, keyid) : undefined
+    if (held === undefined || out.some((s) => s.privateKey === held.privateKey)) continue
+    out.push({ label, keyid: keyid as string, privateKey: held.privateKey })
+  }
+  return out
+}
+
+const MEMBER_START = '=("unencoded-digest";sf);keyid="'
+const MEMBER_END = `";tag="${INTEGRITY_TAG}"`
+
+/**
+ * requestedSignatures() of the one member a browser sends,
+ * `LABEL=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`, read
+ * without the Dictionary parser: undefined for any other text (then parsed).
+ * A KEY without `"` or `\` makes it that one member, whatever the label.
+ */
+function browserRequest (value: string, keys: IntegrityKeys): readonly IntegritySignature[] | undefined {
+  const eq = value.indexOf('=')
+  if (eq < 1 || !value.startsWith(MEMBER_START, eq) || !value.endsWith(MEMBER_END)) return undefined
+  const keyid = value.slice(eq + MEMBER_START.length, value.length - MEMBER_END.length)
+  const label = value.slice(0, eq)
+  if (keyid.includes('"') || keyid.includes('\\') || !validLabel(label)) return undefined
+  const held = findKey(keys, keyid)
+  return held === undefined ? NO_SIGNATURES : [{ label, keyid, privateKey: held.privateKey }]
+}
+
+/**
+ * The signatures a response carries: those asked for, then the route's
+ * unsolicited one unless its key or its label is already used by them.
+ */
+export function signaturesFor (
+  requested: readonly IntegritySignature[], unsolicited: IntegritySignature | null
+): readonly IntegritySignature[] {
+  if (unsolicited === null) return requested
+  if (requested.length === 0) return [unsolicited]
+  for (const s of requested) if (s.privateKey === unsolicited.privateKey || s.label === unsolicited.label) return requested
+  return [...requested, unsolicited]
+}
+
+/** The Signature-Input member's value (the `@signature-params` line's). */
+export function signatureParams (keyid: string): string {
+  return `("unencoded-digest";sf);keyid="${keyid}";tag="${INTEGRITY_TAG}"`
+}
+
+/**
+ * The signature base (RFC 9421 §2.5) of `"unencoded-digest";sf`. `unencoded`
+ * is the field value as the plugin serializes it, which is its RFC 8941
+ * serialization already (Byte Sequence members, `, ` between them), as the
+ * `sf` parameter asks (§2.1.1).
+ */
+export function signatureBase (unencoded: string, params: string): string {
+  return `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${params}`
+}
+
+/** How many signatures `signed` keeps (the oldest out first). */
+export const SIGNATURE_CACHE_SIZE = 1024
+
+// Ed25519 signatures are deterministic (RFC 8032 §5.1.6): a signature base
+// always gets the same signature from one key, and the base names the key
+// (its keyid). The same resource sent again (a script, a stylesheet) is not
+// signed again.
+const cache = new Map<string, string>()
+// The bases in the order they were kept, a ring: the oldest goes out in
+// constant time (a Map's first key is found past the holes its deletions left).
+const kept: string[] = []
+let oldest = 0
+
+/** The base64 Ed25519 signature of `base` by `privateKey`, the key `base`'s keyid names. */
+export function signed (base: string, privateKey: KeyObject): string {
+  let value = cache.get(base)
+  if (value !== undefined) return value
+  value = sign(null, Buffer.from(base, 'latin1'), privateKey).toString('base64')
+  const out = kept[oldest]
+  if (out !== undefined) cache.delete(out)
+  kept[oldest] = base
+  oldest = (oldest + 1) % SIGNATURE_CACHE_SIZE
+  cache.set(base, value)
+  return value
+}
+
+/** The Signature-Input and Signature field values for `signatures` over the Unencoded-Digest value `unencoded`. */
+export function signatureFields (signatures: readonly IntegritySignature[], unencoded: string): { input: string, signature: string } {
+  let input = ''
+  let signature = ''
+  for (const s of signatures) {
+    const params = signatureParams(s.keyid)
+    const value = signed(signatureBase(unencoded, params), s.privateKey)
+    if (input !== '') {
+      input += ', '
+      signature += ', '
+    }
+    input += `${s.label}=${params}`
+    signature += `${s.label}=:${value}:`
+  }
+  return { input, signature }
+}
