@@ -144,6 +144,18 @@ test('right values end cleanly, wrong ones fail the body, in both client modes (
   }
 })
 
+test("reprDigest: 'decoded': Repr-Digest's reading and Unencoded-Digest's from one decoder", async (t) => {
+  const base = await foreignServer(t)
+  const dispatcher = digestAgent(t, { reprDigest: 'decoded', verify: 'required' })
+  for (const kind of KINDS) {
+    for (const path of ['/gzip', '/gzip-repr', '/gzip-content', '/right']) {
+      t.equal((await call(kind, dispatcher, base + path)).error, null, `${kind} ${path}`)
+    }
+    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-repr-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', UNENCODED, 'sha-256')
+    assertFailure(t, await call(kind, dispatcher, `${base}/gzip-coded`), 'FST_DIGEST_RESPONSE_MISMATCH', UNENCODED, 'sha-256')
+  }
+})
+
 test("verify: 'required': an Unencoded-Digest satisfies it; a coding not decoded here or maxDecodedSize leaves it unchecked", async (t) => {
   const base = await foreignServer(t)
   const required = digestAgent(t, { verify: 'required' })
