@@ -11,7 +11,7 @@ import { MAX_CODINGS, SideDecoder, codingsOf, sideDecoder } from '../lib/client/
 import { DigestHandler } from '../lib/client/handler'
 import { normalizeClientOptions } from '../lib/client/options'
 import type { DigestClientError } from '../types/client'
-import { sf } from './helpers'
+import { sf, zstd } from './helpers'
 
 const facts = { method: 'GET', trailers: true, digestField: null, digestAlgorithm: null }
 
@@ -82,7 +82,8 @@ test('codingsOf: the Content-Encoding list as applied (RFC 9110 §8.4)', async (
   t.same(codingsOf(undefined), [])
   t.same(codingsOf(' , identity'), [])
   t.equal(codingsOf('gzip, x-unknown'), null, 'a coding node:zlib does not decode')
-  t.equal(codingsOf('zstd'), null)
+  // zstd where node:zlib has it (Node.js 22.15, 23.8 on); on Node.js 20 a coding not decoded here.
+  t.same(codingsOf('zstd'), zstd === null ? null : ['zstd'])
   t.equal(codingsOf('toString'), null, 'not an inherited property')
   t.same(codingsOf(Array(MAX_CODINGS).fill('br').join()), Array(MAX_CODINGS).fill('br'))
   t.equal(codingsOf(Array(MAX_CODINGS + 1).fill('br').join()), null, 'more codings than fetch decodes')

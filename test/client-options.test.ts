@@ -12,11 +12,14 @@ import { sf } from './helpers'
 
 test('defaults, and valid options', async (t) => {
   t.same(normalizeClientOptions(), {
-    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', wantContent: null, wantRepr: null, maxDecodedSize: defaultMaxDecodedSize
+    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', wantContent: null, wantRepr: null, wantUnencoded: null, maxDecodedSize: defaultMaxDecodedSize
   })
-  const params = normalizeClientOptions({ algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, want: { content: 'crc32c', repr: ['sha-256', 'crc32c'] }, maxDecodedSize: 0 })
-  t.same(params, { algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, reprDigest: 'coded', wantContent: 'crc32c=10', wantRepr: 'sha-256=10, crc32c=9', maxDecodedSize: 0 })
+  const params = normalizeClientOptions({ algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, want: { content: 'crc32c', repr: ['sha-256', 'crc32c'], unencoded: ['crc32c', 'sha-256'] }, maxDecodedSize: 0 })
+  t.same(params, { algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, reprDigest: 'coded', wantContent: 'crc32c=10', wantRepr: 'sha-256=10, crc32c=9', wantUnencoded: 'crc32c=10, sha-256=9', maxDecodedSize: 0 })
   t.same(normalizeClientOptions({ want: ['sha-512'] }).wantContent, 'sha-512=10')
+  // An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest.
+  t.same(normalizeClientOptions({ want: ['sha-512'] }).wantUnencoded, null)
+  t.same(normalizeClientOptions({ want: { unencoded: 'sha-512' } }), { ...normalizeClientOptions(), wantUnencoded: 'sha-512=10' })
   t.same(normalizeClientOptions({ want: {} }), normalizeClientOptions())
   t.equal(normalizeClientOptions({ reprDigest: 'decoded' }).reprDigest, 'decoded')
   t.equal(normalizeClientOptions({ strict: true, reprDigest: 'coded' }).reprDigest, 'coded')
@@ -46,10 +49,11 @@ test('invalid options are refused once, naming the option', async (t) => {
     [{ want: [] }, /"want": expected 1 to 10 algorithms, got 0/],
     [{ want: ['sha-256', 'sha-256'] }, /"want": "sha-256" is listed twice/],
     [{ want: [1] }, /got number/],
-    [{ want: 5 }, /"want": expected an algorithm, a list of them or \{ content, repr \}, got number/],
+    [{ want: 5 }, /"want": expected an algorithm, a list of them or \{ content, repr, unencoded \}, got number/],
     [{ want: null }, /"want": expected an algorithm/],
-    [{ want: { contents: 'sha-256' } }, /"want.contents": unknown key \(want keys: content, repr\)/],
-    [{ want: { repr: 'md5' } }, /"want.repr": expected algorithms/]
+    [{ want: { contents: 'sha-256' } }, /"want.contents": unknown key \(want keys: content, repr, unencoded\)/],
+    [{ want: { repr: 'md5' } }, /"want.repr": expected algorithms/],
+    [{ want: { unencoded: [] } }, /"want.unencoded": expected 1 to 10 algorithms, got 0/]
   ]
   for (const [opts, message] of cases) {
     t.throws(() => digestInterceptor(opts as DigestInterceptorOptions), { code: 'FST_DIGEST_INVALID_OPTION', message }, JSON.stringify(opts))

@@ -94,7 +94,7 @@ test('want: Want-*-Digest fields ask the plugin for digests', async (t) => {
   const wanting = digestAgent(t, { verify: 'required', want: ['sha-512', 'sha-256'] })
   const reprOnly = digestAgent(t, { verify: 'required', want: { repr: 'sha-256' } })
   for (const kind of KINDS) {
-    assertFailure(t, await call(kind, none, `${base}/items`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest or Repr-Digest', 'sha-256, sha-512')
+    assertFailure(t, await call(kind, none, `${base}/items`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', 'sha-256, sha-512')
     for (const coding of CODINGS) {
       const out = await call(kind, wanting, `${base}/items`, { headers: { 'accept-encoding': coding } })
       t.equal(out.error, null)
@@ -230,7 +230,7 @@ test("verify: 'required' asks for trailers (TE: trailers) unless the caller set 
       t.equal(own.error, null)
       t.same(JSON.parse(own.body.toString()), { te: 'deflate' }, `${kind}: the caller's TE kept`)
       assertFailure(t, await call(kind, dispatcher, `${base}/stream`, { headers: { TE: 'deflate', 'accept-encoding': 'identity' } }),
-        'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest or Repr-Digest', 'sha-256, sha-512')
+        'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', 'sha-256, sha-512')
     }
   }
 })

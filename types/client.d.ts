@@ -11,7 +11,10 @@ import type { DigestAlgorithm } from './algorithms'
 /** The RFC 9530 §5 registry keys (the main entry's DigestAlgorithm, from the shared algorithms.d.ts). */
 export type { DigestAlgorithm } from './algorithms'
 
-/** One algorithm, several (weights 10, 9, … in that order), or per field. */
+/**
+ * One algorithm, several (weights 10, 9, … in that order): Want-Content-Digest
+ * and Want-Repr-Digest; or per field, Want-Unencoded-Digest included.
+ */
 export type WantOption =
   | DigestAlgorithm
   | readonly DigestAlgorithm[]
@@ -20,6 +23,8 @@ export type WantOption =
     readonly content?: DigestAlgorithm | readonly DigestAlgorithm[]
     /** Sent as Want-Repr-Digest. */
     readonly repr?: DigestAlgorithm | readonly DigestAlgorithm[]
+    /** Sent as Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest). */
+    readonly unencoded?: DigestAlgorithm | readonly DigestAlgorithm[]
   }
 
 export interface DigestInterceptorOptions {
@@ -35,9 +40,9 @@ export interface DigestInterceptorOptions {
    * the coded bytes are not hashed for it); `'coded'` only the coded ones (what `strict: true` implies).
    */
   reprDigest?: 'either' | 'decoded' | 'coded'
-  /** Ask for digests: Want-Content-Digest and/or Want-Repr-Digest on every request. */
+  /** Ask for digests: Want-Content-Digest, Want-Repr-Digest and/or Want-Unencoded-Digest on every request. */
   want?: WantOption
-  /** The most decoded bytes hashed for the default-mode reading of a coded Repr-Digest; default 64 MiB. */
+  /** The most decoded bytes hashed for a coded response's Unencoded-Digest and default-mode Repr-Digest; default 64 MiB. */
   maxDecodedSize?: number
 }
 
@@ -53,7 +58,7 @@ export type DigestClientErrorCode =
 /** What a failed response's body errors with (itself, or as the `cause` of fetch's TypeError). */
 export interface DigestClientError extends FastifyError {
   code: DigestClientErrorCode
-  /** The field at fault: 'Content-Digest', 'Repr-Digest', or both names for a missing digest. */
+  /** The field at fault: 'Content-Digest', 'Repr-Digest', 'Unencoded-Digest', or all three names for a missing digest. */
   field: string
   /** The algorithm at fault, or null when none could be named. */
   algorithm: string | null
@@ -81,9 +86,20 @@ export interface DigestedBody<B = DigestibleBody | Blob> {
   body: B
   headers: {
     'content-digest': string
+    /** With `{ unencoded: true }`: the same value (the content is sent with no content coding). */
+    'unencoded-digest'?: string
     /** For a FormData: multipart/form-data with the boundary of `body`. */
     'content-type'?: string
   }
+}
+
+/** digestHeaders()'s and digestBody()'s options. */
+export interface DigestHeadersOptions {
+  /**
+   * Also give `unencoded-digest` (draft-ietf-httpbis-unencoded-digest): the
+   * same value, for content sent without a Content-Encoding. Default false.
+   */
+  unencoded?: boolean
 }
 
 /**
@@ -93,7 +109,8 @@ export interface DigestedBody<B = DigestibleBody | Blob> {
  */
 export function digestBody<B extends DigestibleBody | Blob | DigestibleForm> (
   body: B,
-  algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]
+  algorithm?: DigestAlgorithm | readonly DigestAlgorithm[],
+  options?: DigestHeadersOptions
 ): Promise<DigestedBody<B extends DigestibleForm ? SerializedForm : B>>
 
 /**
@@ -101,5 +118,8 @@ export function digestBody<B extends DigestibleBody | Blob | DigestibleForm> (
  * hands the dispatcher every body as a stream): spread it into the headers.
  */
 export function digestHeaders (body: DigestibleBody, algorithm?: DigestAlgorithm | readonly DigestAlgorithm[]): { 'content-digest': string }
+/** With `{ unencoded: true }`, `unencoded-digest` too: the same value (content sent without a Content-Encoding). */
+export function digestHeaders (body: DigestibleBody, algorithm: DigestAlgorithm | readonly DigestAlgorithm[] | undefined, options: { unencoded: true }): { 'content-digest': string, 'unencoded-digest': string }
+export function digestHeaders (body: DigestibleBody, algorithm?: DigestAlgorithm | readonly DigestAlgorithm[], options?: DigestHeadersOptions): { 'content-digest': string, 'unencoded-digest'?: string }
 
 export const clientErrors: { readonly [K in DigestClientErrorCode]: FastifyErrorConstructor<{ code: K }> }

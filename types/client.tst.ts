@@ -42,6 +42,10 @@ test('digestHeaders', () => {
   expect(digestHeaders(new ArrayBuffer(1), 'sha-512')).type.toBe<{ 'content-digest': string }>()
   expect(digestHeaders).type.not.toBeCallableWith({})
   expect(digestHeaders).type.not.toBeCallableWith('body', 'sha-1')
+  expect(digestHeaders('body', undefined, { unencoded: true })).type.toBe<{ 'content-digest': string, 'unencoded-digest': string }>()
+  expect(digestHeaders('body', 'sha-512', { unencoded: Math.random() > 0.5 })).type.toBe<{ 'content-digest': string, 'unencoded-digest'?: string }>()
+  expect(digestHeaders).type.not.toBeCallableWith('body', 'sha-256', { unencoded: 'yes' })
+  expect(digestHeaders).type.not.toBeCallableWith('body', 'sha-256', { content: true })
 })
 
 test('digestBody', () => {
@@ -54,6 +58,9 @@ test('digestBody', () => {
   expect<DigestedBody['body']>().type.toBe<DigestibleBody | Blob>()
   expect(digestBody).type.not.toBeCallableWith({})
   expect(digestBody).type.not.toBeCallableWith('body', 'sha-1')
+  expect(digestBody(new Blob(['x']), 'sha-256', { unencoded: true })).type.toBe<Promise<DigestedBody<Blob>>>()
+  expect<DigestedBody['headers']['unencoded-digest']>().type.toBe<string | undefined>()
+  expect(digestBody).type.not.toBeCallableWith('body', 'sha-256', { unencoded: 1 })
 })
 
 // fetch takes the body and headers digestBody() gives, the global fetch and
@@ -65,7 +72,8 @@ test('digestBody: its body and headers fit fetch', async () => {
     await digestBody(new UndiciFormData()),
     await digestBody(new Blob(['x'])),
     await digestBody(new Uint8Array(1)),
-    await digestBody('text')
+    await digestBody('text'),
+    await digestBody('text', 'sha-256', { unencoded: true })
   ]) {
     expect(fetch).type.toBeCallableWith('http://localhost/', { method: 'POST', headers, body })
     expect(undiciFetch).type.toBeCallableWith('http://localhost/', { method: 'POST', headers, body })

@@ -20,7 +20,7 @@ export function invalidField (field: string, reason: string): DigestClientError 
 }
 
 export function missing (algorithms: readonly string[]): DigestClientError {
-  const field = 'Content-Digest or Repr-Digest'
+  const field = 'Content-Digest, Repr-Digest or Unencoded-Digest'
   const algorithm = algorithms.join(', ')
   return withDetails(new clientErrors.FST_DIGEST_RESPONSE_MISSING(field, algorithm), field, algorithm)
 }

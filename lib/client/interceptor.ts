@@ -27,8 +27,10 @@ function firstKey (name: string, value: string): string | null {
 const FACT_FIELDS: ReadonlyArray<readonly [string, string]> = [
   ['repr-digest', 'Repr-Digest'],
   ['content-digest', 'Content-Digest'],
+  ['unencoded-digest', 'Unencoded-Digest'],
   ['want-repr-digest', 'Want-Repr-Digest'],
-  ['want-content-digest', 'Want-Content-Digest']
+  ['want-content-digest', 'Want-Content-Digest'],
+  ['want-unencoded-digest', 'Want-Unencoded-Digest']
 ]
 
 function requestFacts (method: string, pairs: ReadonlyArray<readonly [string, HeaderValue]>): RequestFacts {
@@ -53,6 +55,9 @@ function withWants (params: ClientParams, opts: Dispatcher.DispatchOptions): Arr
   }
   if (params.wantRepr !== null && getHeader(pairs, 'want-repr-digest') === undefined) {
     pairs.push(['want-repr-digest', params.wantRepr])
+  }
+  if (params.wantUnencoded !== null && getHeader(pairs, 'want-unencoded-digest') === undefined) {
+    pairs.push(['want-unencoded-digest', params.wantUnencoded])
   }
   return pairs
 }

@@ -18,9 +18,10 @@ export interface ClientParams {
    * a strict server), the decoded ones (the plugin's default mode), or either.
    */
   readonly reprDigest: ReprReading
-  /** Want-Content-Digest / Want-Repr-Digest values to send, or null. */
+  /** Want-Content-Digest / Want-Repr-Digest / Want-Unencoded-Digest values to send, or null. */
   readonly wantContent: string | null
   readonly wantRepr: string | null
+  readonly wantUnencoded: string | null
   readonly maxDecodedSize: number
 }
 
@@ -60,20 +61,28 @@ function wantValue (value: unknown, name: string, enabled: readonly DigestAlgori
   return serializeWantField(weights)
 }
 
-function checkWant (value: WantOption | undefined, enabled: readonly DigestAlgorithm[]): [string | null, string | null] {
-  if (value === undefined) return [null, null]
+const WANT_KEYS = ['content', 'repr', 'unencoded']
+
+/**
+ * The Want-* values: an algorithm or a list asks for Content-Digest and
+ * Repr-Digest (not Unencoded-Digest: for a response without a coding it is
+ * Repr-Digest's value, and with one it costs a decoder even in strict mode);
+ * the object form asks per field.
+ */
+function checkWant (value: WantOption | undefined, enabled: readonly DigestAlgorithm[]): [string | null, string | null, string | null] {
+  if (value === undefined) return [null, null, null]
   if (typeof value === 'string' || Array.isArray(value)) {
     const field = wantValue(value, 'want', enabled)
-    return [field, field]
+    return [field, field, null]
   }
   if (value === null || typeof value !== 'object') {
-    throw fail('want', `expected an algorithm, a list of them or { content, repr }, got ${describe(value)}`)
+    throw fail('want', `expected an algorithm, a list of them or { content, repr, unencoded }, got ${describe(value)}`)
   }
   for (const key of Object.keys(value)) {
-    if (key !== 'content' && key !== 'repr') throw fail(`want.${key}`, 'unknown key (want keys: content, repr)')
+    if (!WANT_KEYS.includes(key)) throw fail(`want.${key}`, `unknown key (want keys: ${WANT_KEYS.join(', ')})`)
   }
-  const { content, repr } = value as { content?: unknown, repr?: unknown }
-  return [wantValue(content, 'want.content', enabled), wantValue(repr, 'want.repr', enabled)]
+  const { content, repr, unencoded } = value as { content?: unknown, repr?: unknown, unencoded?: unknown }
+  return [wantValue(content, 'want.content', enabled), wantValue(repr, 'want.repr', enabled), wantValue(unencoded, 'want.unencoded', enabled)]
 }
 
 /** Validate and freeze the options; throws FST_DIGEST_INVALID_OPTION naming the option. */
@@ -108,6 +117,6 @@ export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): Cl
   if (typeof maxDecodedSize !== 'number' || !Number.isSafeInteger(maxDecodedSize) || maxDecodedSize < 0) {
     throw fail('maxDecodedSize', `expected a non-negative integer number of bytes, got ${describe(maxDecodedSize)}`)
   }
-  const [wantContent, wantRepr] = checkWant(opts.want, algorithms)
-  return Object.freeze({ algorithms, verify, strict, reprDigest, wantContent, wantRepr, maxDecodedSize })
+  const [wantContent, wantRepr, wantUnencoded] = checkWant(opts.want, algorithms)
+  return Object.freeze({ algorithms, verify, strict, reprDigest, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
 }

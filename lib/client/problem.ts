@@ -2,6 +2,7 @@
 // problem details with a draft-ietf-httpapi-digest-fields-problem-types type
 // (the plugin's, lib/request/problem.ts), or the plugin's own FST_DIGEST_*
 // `code` (its about:blank problems: a missing digest, an undecodable coding).
+import * as zlib from 'node:zlib'
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'
 import type { DigestClientError } from '../../types/client'
 import { rejected } from './failure'
@@ -21,7 +22,9 @@ const DECODE: Readonly<Record<Coding, (data: Buffer, options: { maxOutputLength:
   'x-gzip': gunzipSync,
   // zlib or raw deflate data, as side-decoder.ts reads them.
   deflate: (data, options) => hasZlibHeader(data) ? inflateSync(data, options) : inflateRawSync(data, options),
-  br: brotliDecompressSync
+  br: brotliDecompressSync,
+  // Absent without node:zlib's zstd (Node.js 20), where codingsOf() never gives zstd.
+  zstd: (zlib as unknown as Record<string, (data: Buffer, options: { maxOutputLength: number }) => Buffer>).zstdDecompressSync as never
 }
 
 /**

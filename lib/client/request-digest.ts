@@ -7,11 +7,15 @@
 // serialized (./form-data.ts), then hashed and sent the same way. Streams and
 // iterables are sent as they are, unless the caller gives the field.
 // fetch hands the dispatcher every body as a stream: digestHeaders() and
-// digestBody() compute the field for its headers.
-import type { DigestAlgorithm, DigestedBody, DigestibleBody } from '../../types/client'
+// digestBody() compute the field for its headers, and with `{ unencoded:
+// true }` an Unencoded-Digest too (draft-ietf-httpbis-unencoded-digest §3):
+// the same value, content sent without a content coding being its own
+// unencoded representation (Byte Sequences, as that field requires).
+import type { DigestAlgorithm, DigestedBody, DigestHeadersOptions, DigestibleBody } from '../../types/client'
 import { ALGORITHMS } from '../algorithms'
 import { MultiDigester } from '../digest-stream'
-import { FST_DIGEST_UNKNOWN_ALGORITHM } from '../errors'
+import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_UNKNOWN_ALGORITHM } from '../errors'
+import { describe } from '../option-checks'
 import { digestFieldOf, serializeDigestField } from '../fields'
 import { formDataBlob, isFormData } from './form-data'
 
@@ -72,6 +76,22 @@ function algorithmList (caller: string, algorithm: DigestAlgorithm | readonly Di
   return algorithms
 }
 
+/** Whether digestHeaders() or digestBody() also gives `unencoded-digest`; throws FST_DIGEST_INVALID_OPTION for a bad option. */
+function wantsUnencoded (options: DigestHeadersOptions | undefined): boolean {
+  if (options === undefined) return false
+  if (options === null || typeof options !== 'object') throw new FST_DIGEST_INVALID_OPTION('options', `expected { unencoded }, got ${describe(options)}`)
+  for (const key of Object.keys(options)) {
+    if (key !== 'unencoded') throw new FST_DIGEST_INVALID_OPTION(key, 'unknown option (options: unencoded)')
+  }
+  const unencoded = options.unencoded ?? false
+  if (typeof unencoded !== 'boolean') throw new FST_DIGEST_INVALID_OPTION('unencoded', `expected a boolean, got ${describe(unencoded)}`)
+  return unencoded
+}
+
+function fields (field: string, unencoded: boolean): { 'content-digest': string, 'unencoded-digest'?: string } {
+  return unencoded ? { 'content-digest': field, 'unencoded-digest': field } : { 'content-digest': field }
+}
+
 /**
  * `{ 'content-digest': … }` for a body whose bytes are known, for the
  * headers of a fetch() call (or any client). `algorithm` is one key or a
@@ -80,14 +100,15 @@ function algorithmList (caller: string, algorithm: DigestAlgorithm | readonly Di
  */
 export function digestHeaders (
   body: DigestibleBody,
-  algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256'
-): { 'content-digest': string } {
+  algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256',
+  options?: DigestHeadersOptions
+): { 'content-digest': string, 'unencoded-digest'?: string } {
   const bytes = knownBytes(body)
   if (bytes === null) throw new TypeError('digestHeaders() takes a string, an ArrayBuffer or a typed array (Buffer, Uint8Array, …); use digestBody() for a Blob or FormData')
   const algorithms = algorithmList('digestHeaders()', algorithm)
   // Byte Sequences throughout (the strict serialization): every RFC 9530
   // recipient reads them, also for unixsum/unixcksum.
-  return { 'content-digest': digestFieldOf(algorithms, bytes, true) as string }
+  return fields(digestFieldOf(algorithms, bytes, true) as string, wantsUnencoded(options))
 }
 
 /**
@@ -98,13 +119,16 @@ export function digestHeaders (
  */
 export async function digestBody (
   body: DigestibleBody | Blob | FormData,
-  algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256'
+  algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256',
+  options?: DigestHeadersOptions
 ): Promise<DigestedBody> {
   const algorithms = algorithmList('digestBody()', algorithm)
+  const unencoded = wantsUnencoded(options)
   const bytes = knownBytes(body)
-  if (bytes !== null) return { body: body as DigestibleBody, headers: { 'content-digest': digestFieldOf(algorithms, bytes, true) as string } }
+  if (bytes !== null) return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string, unencoded) }
   const prepared = prepareBody(body, algorithms)
   if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
   const { body: blob, contentType, field } = await prepared as PreparedBody // no signal: never null
-  return { body: blob, headers: contentType === null ? { 'content-digest': field } : { 'content-digest': field, 'content-type': contentType } }
+  const headers = fields(field, unencoded)
+  return { body: blob, headers: contentType === null ? headers : { ...headers, 'content-type': contentType } }
 }

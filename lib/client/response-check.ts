@@ -32,6 +32,15 @@
 //   no usable digest (one that does is checked, not waited on: the trailers
 //   it might add are not hashed for). Its algorithms are not known before
 //   the end, so every accepted algorithm is hashed then.
+// * Unencoded-Digest (draft-ietf-httpbis-unencoded-digest §3) is over the
+//   representation with no content coding: over the bytes received when
+//   there is none, else over the side decoder's output only, in strict mode
+//   too (the one reading; the same decoder, and one hash per algorithm, as
+//   Repr-Digest's decoded reading). Byte Sequences only (fields.ts). Not
+//   checked on HEAD, 206 (the whole representation's, §6) or 304. When the
+//   decoded reading is unknown it is unchecked; when the content does not
+//   decode it is mismatched. Chromium checks every sha-256 and sha-512 value
+//   it lists; here, every value of an accepted algorithm, as for the others.
 import type { DigestAlgorithm, DigestClientError } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
 import { MultiDigester, type DigestResults } from '../digest-stream'
@@ -41,7 +50,7 @@ import { invalidField, invalidValue, mismatch, missing, notAcceptable, unchecked
 import { MAX_PROBLEM_SIZE, mayBeProblem, problemError } from './problem'
 import { responseField } from './headers'
 import type { ClientParams } from './options'
-import { MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'
+import { DECODED_CODINGS, MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>
 
@@ -59,6 +68,7 @@ interface Received { field: DigestFieldName, digests: DigestMap }
 
 const NO_CONTENT = new Set([204, 304])
 const NO_REPR = new Set([206, 304, 406])
+const NO_UNENCODED = new Set([206, 304])
 
 function parse (value: string | undefined, field: DigestFieldName, errors: DigestClientError[]): DigestMap | null {
   try {
@@ -90,6 +100,8 @@ export class ResponseCheck {
   readonly #received: Received[] = []
   readonly #errors: DigestClientError[] = []
   readonly #checkRepr: boolean
+  readonly #checkUnencoded: boolean
+  /** A content coding is applied (one not decoded here included). */
   readonly #coded: boolean
   /** A coded Repr-Digest is read over the decoded bytes alone (`reprDigest: 'decoded'`). */
   #onDecoded = false
@@ -112,28 +124,41 @@ export class ResponseCheck {
     this.#checkRepr = request.method !== 'HEAD' && !NO_REPR.has(statusCode)
     const coding = responseField(headers, 'content-encoding')?.trim()
     this.#coding = coding
-    this.#coded = coding !== undefined && coding !== '' && coding.toLowerCase() !== 'identity'
+    this.#coded = codingsOf(coding)?.length !== 0
+    this.#checkUnencoded = request.method !== 'HEAD' && !NO_UNENCODED.has(statusCode)
     const announced = (responseField(headers, 'trailer') ?? '').toLowerCase()
     const content = parse(responseField(headers, 'content-digest'), 'Content-Digest', this.#errors)
     const repr = this.#checkRepr ? parse(responseField(headers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
+    const unencoded = this.#checkUnencoded ? parse(responseField(headers, 'unencoded-digest'), 'Unencoded-Digest', this.#errors) : null
     if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
     if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
+    if (unencoded !== null) this.#received.push({ field: 'Unencoded-Digest', digests: unencoded })
     const inHead = params.algorithms.filter((a) => this.#received.some((r) => r.digests.has(a)))
     this.#trailerFields = !this.empty && (announced.includes('content-digest') || announced.includes('repr-digest') ||
-      (request.trailers && inHead.length === 0))
-    const algorithms = this.#trailerFields ? params.algorithms : inHead
-    if (algorithms.length > 0 && statusCode !== 304) {
-      // The coded bytes: every algorithm in the head, but a Repr-Digest's read only over decoded bytes.
+      announced.includes('unencoded-digest') || (request.trailers && inHead.length === 0))
+    if (statusCode !== 304) {
+      // Over the bytes received: Content-Digest, Repr-Digest (its coded
+      // reading, unless it is read only over decoded bytes), and
+      // Unencoded-Digest when no coding is applied; over the decoded bytes:
+      // Repr-Digest's decoded reading and Unencoded-Digest.
       this.#onDecoded = this.#coded && params.reprDigest === 'decoded'
-      const codedAlgorithms = this.#trailerFields || !this.#onDecoded || repr === null
-        ? algorithms
-        : params.algorithms.filter((a) => content?.has(a) === true)
-      if (codedAlgorithms.length > 0) this.#hasher = new MultiDigester(codedAlgorithms)
-      const wantsDecoded = this.#trailerFields ? this.#checkRepr : repr !== null
-      if (this.#coded && params.reprDigest !== 'coded' && wantsDecoded && !this.empty) {
-        this.#decoder = sideDecoder(coding as string, usableOrAll(this.#trailerFields ? null : repr, algorithms), params.maxDecodedSize)
-        if (codingsOf(coding) === null) {
-          this.#undecodable = `content coding "${coding as string}" is not decoded here (gzip, deflate, br; at most ${MAX_CODINGS})`
+      const decodes = this.#coded && !this.empty
+      const decodesRepr = decodes && params.reprDigest !== 'coded'
+      const all = params.algorithms
+      const received = this.#trailerFields
+        ? all
+        : all.filter((a) => content?.has(a) === true || (!this.#onDecoded && repr?.has(a) === true) || (!decodes && unencoded?.has(a) === true))
+      // (Where Unencoded-Digest is not checked, Repr-Digest is not either: NO_REPR holds NO_UNENCODED.)
+      const decoded = !decodes || !this.#checkUnencoded
+        ? []
+        : this.#trailerFields
+          ? all
+          : all.filter((a) => (decodesRepr && repr?.has(a) === true) || unencoded?.has(a) === true)
+      if (received.length > 0) this.#hasher = new MultiDigester(received)
+      if (decoded.length > 0) {
+        this.#decoder = sideDecoder(coding as string, decoded, params.maxDecodedSize)
+        if (this.#decoder === null) {
+          this.#undecodable = `content coding "${coding as string}" is not decoded here (${DECODED_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
         }
       }
     }
@@ -178,6 +203,8 @@ export class ResponseCheck {
       const repr = this.#checkRepr ? parse(responseField(trailers, 'repr-digest'), 'Repr-Digest', this.#errors) : null
       if (content !== null) this.#received.push({ field: 'Content-Digest', digests: content })
       if (repr !== null) this.#received.push({ field: 'Repr-Digest', digests: repr })
+      const unencoded = this.#checkUnencoded ? parse(responseField(trailers, 'unencoded-digest'), 'Unencoded-Digest', this.#errors) : null
+      if (unencoded !== null) this.#received.push({ field: 'Unencoded-Digest', digests: unencoded })
     }
     const coded = this.#hasher?.digest() ?? null
     if (this.#decoder === null) {
@@ -201,6 +228,13 @@ export class ResponseCheck {
     if (this.#status === 304) return failure // nothing to check (RFC 9110 §15.4.5)
     for (const { field, digests } of this.#received) {
       if (failure !== null) break
+      if (field === 'Unencoded-Digest') {
+        const outcome = this.#unencodedOutcome(digests, coded ?? NONE, decoded, undecoded)
+        if (typeof outcome === 'boolean') verified ||= outcome
+        else if (outcome.code === 'FST_DIGEST_RESPONSE_UNCHECKED') notChecked = outcome
+        else failure = outcome
+        continue
+      }
       const verification = this.#verify(field, digests, coded ?? NONE, decoded)
       const bad = badResult(verification)
       if (field === 'Repr-Digest' && undecoded !== null && bad?.outcome === 'mismatched') {
@@ -229,6 +263,24 @@ export class ResponseCheck {
     return other.ok || failureOf(verification) === null ? other : verification
   }
 
+  /**
+   * Unencoded-Digest's outcome: verified (true) or not (false: no accepted
+   * algorithm), or its error: a failure, or unchecked.
+   */
+  #unencodedOutcome (digests: DigestMap, coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): boolean | DigestClientError {
+    const enabled = this.#params.algorithms
+    // Coded content: the decoded reading only. No content (a 204) has no coding to undo.
+    const reading = this.#coded && !this.empty ? decoded : coded
+    const verification = verifyDigests('Unencoded-Digest', digests, reading ?? NONE, enabled)
+    const failure = failureOf(verification)
+    if (reading !== null || failure !== null) return failure ?? verification.ok
+    const algorithm = usableAlgorithms(digests, enabled)[0]
+    if (algorithm === undefined) return false
+    // Unknown (past maxDecodedSize, a coding not decoded here), or none: the
+    // content does not decode, so no unencoded representation can match.
+    return undecoded === null ? mismatch('Unencoded-Digest', algorithm) : unchecked('Unencoded-Digest', algorithm, undecoded)
+  }
+
   /** A 406 to a request with digest fields, or a digest problem. */
   #answerFailure (): DigestClientError | null {
     const { digestField, digestAlgorithm } = this.#request
@@ -249,8 +301,4 @@ function noReading (digests: DigestMap, enabled: readonly DigestAlgorithm[]): Fi
   const { results } = verifyDigests('Repr-Digest', digests, NONE, enabled)
   const open = usableAlgorithms(digests, enabled).map((algorithm): AlgorithmResult => ({ algorithm, outcome: 'mismatched' }))
   return { field: 'Repr-Digest', ok: false, results: [...results, ...open] }
-}
-
-function usableOrAll (repr: DigestMap | null, algorithms: readonly DigestAlgorithm[]): DigestAlgorithm[] {
-  return repr === null ? [...algorithms] : usableAlgorithms(repr, algorithms)
 }

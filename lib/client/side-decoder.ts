@@ -5,11 +5,14 @@
 // receives is untouched. Content-Encoding lists the codings in the order
 // they were applied (RFC 9110 §8.4), so a `gzip, br` body is decoded by a
 // brotli decoder piped into a gunzip: one decoder per coding, the last
-// applied first. Capped: past `limit` decoded bytes, or with a coding
-// node:zlib does not have, the decoded reading is unknown (the digest cannot
+// applied first. zstd (RFC 8878) is decoded where node:zlib has it (Node.js
+// 22.15 and 23.8 on); on Node.js 20 it is a coding not decoded here, like
+// any other node:zlib lacks. Capped: past `limit` decoded bytes, or with a
+// coding node:zlib does not have, the decoded reading is unknown (the digest cannot
 // be checked, response-check.ts); on a decoding error in any of the decoders
 // there is none (the content is not what its Content-Encoding says), and
 // only the coded reading (RFC 9530 §3) can match.
+import * as zlib from 'node:zlib'
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
 import { Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
@@ -106,15 +109,27 @@ function createDeflateDecoder (options: DecoderOptions): Transform {
 
 const gunzip = (options: DecoderOptions): Transform => createGunzip(options)
 
-const DECODERS = {
-  gzip: gunzip,
-  'x-gzip': gunzip,
-  deflate: createDeflateDecoder,
-  br: (options: DecoderOptions) => createBrotliDecompress(options)
-} as const satisfies Readonly<Record<string, (options: DecoderOptions) => Transform>>
+type DecoderFactory = (options: DecoderOptions) => Transform
 
-/** A content coding node:zlib decodes (RFC 9110 §8.4.1), lowercased. */
-export type Coding = keyof typeof DECODERS
+// zstd where node:zlib has it (@types/node 20 does not know it): picked by a
+// filter, so that no branch depends on the Node.js version.
+const OPTIONAL_DECODERS: ReadonlyArray<readonly [string, unknown]> = [
+  ['zstd', (zlib as unknown as Record<string, unknown>).createZstdDecompress]
+]
+
+const DECODERS: ReadonlyMap<string, DecoderFactory> = new Map([
+  ['gzip', gunzip],
+  ['x-gzip', gunzip],
+  ['deflate', createDeflateDecoder],
+  ['br', (options: DecoderOptions) => createBrotliDecompress(options)],
+  ...OPTIONAL_DECODERS.filter((entry): entry is readonly [string, DecoderFactory] => typeof entry[1] === 'function')
+])
+
+/** A content coding node:zlib decodes here (RFC 9110 §8.4.1), lowercased. */
+export type Coding = 'gzip' | 'x-gzip' | 'deflate' | 'br' | 'zstd'
+
+/** The codings decoded here: zstd where node:zlib has it. */
+export const DECODED_CODINGS: readonly string[] = Object.freeze([...DECODERS.keys()])
 
 /**
  * At most as many codings as undici's fetch decodes (5, the limit curl set
@@ -135,7 +150,7 @@ export function codingsOf (contentEncoding: string | undefined): Coding[] | null
   for (const element of (contentEncoding ?? '').split(',')) {
     const coding = element.trim().toLowerCase()
     if (coding === '' || coding === 'identity') continue
-    if (!Object.hasOwn(DECODERS, coding)) return null
+    if (!DECODERS.has(coding)) return null
     codings.push(coding as Coding)
   }
   return codings.length > MAX_CODINGS ? null : codings
@@ -246,6 +261,6 @@ export function sideDecoder (contentEncoding: string, algorithms: readonly Diges
   // Decoding undoes the codings in reverse order, the last applied first (RFC 9110 §8.4).
   // The first one queues up to HOLD_SIZE; pipe() feeds the others, each with node:stream's default queue.
   const [first, ...rest] = (codingsOf(contentEncoding) ?? []).reverse().map((coding, i) =>
-    DECODERS[coding](i === 0 ? { chunkSize: CHUNK_SIZE, writableHighWaterMark: HOLD_SIZE } : { chunkSize: CHUNK_SIZE }))
+    (DECODERS.get(coding) as DecoderFactory)(i === 0 ? { chunkSize: CHUNK_SIZE, writableHighWaterMark: HOLD_SIZE } : { chunkSize: CHUNK_SIZE }))
   return first === undefined ? null : new SideDecoder([first, ...rest], algorithms, limit)
 }
