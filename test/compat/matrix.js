@@ -40,6 +40,8 @@ const integration = [
   'test/client-plugin.test.ts',
   'test/client-foreign.test.ts',
   'test/client-request-body.test.ts',
+  'test/client-unencoded.test.ts',
+  'test/signing-hook.test.ts',
   'test/examples.test.ts'
 ]
 
