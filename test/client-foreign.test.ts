@@ -116,6 +116,9 @@ const ROUTES: Record<string, Route> = {
   '/partial': send({ 'content-digest': sf(BODY), 'repr-digest': sf(OTHER), 'content-range': `bytes 0-${BODY.length - 1}/100` }, BODY, 206),
   '/not-modified': send({ 'content-digest': sf(OTHER) }, '', 304),
   '/no-content': send({}, '', 204),
+  // RFC 9530 Appendix B.5: a 204 with the br representation's Repr-Digest.
+  '/no-content-repr': send({ 'content-encoding': 'br', 'repr-digest': sf('the br representation') }, '', 204),
+  '/no-content-wrong': send({ 'content-digest': sf('not empty') }, '', 204),
   '/406': send({ 'repr-digest': sf(OTHER) }, '', 406),
   '/problem': problem({ type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', title: 'Mismatched Digest Values', status: 400, detail: 'The Content-Digest field does not match the content', mismatched_digests: [{ algorithm: 'sha-256', provided_digest: ':AAAA:', header: 'Content-Digest' }] }),
   '/problem-code': problem({ type: 'about:blank', title: 'Bad Request', status: 400, code: 'FST_DIGEST_MISSING' }),
@@ -288,6 +291,8 @@ test("verify: 'required'", async (t) => {
     assertFailure(t, await call(kind, dispatcher, `${base}/none`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', 'sha-256, sha-512')
     assertFailure(t, await call(kind, dispatcher, `${base}/md5-only`), 'FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', 'sha-256, sha-512')
     t.equal((await call(kind, dispatcher, `${base}/no-content`)).error, null, '204: no content, nothing required')
+    t.equal((await call(kind, dispatcher, `${base}/no-content-repr`)).error, null, "204: the representation's Repr-Digest is not checked against no content")
+    assertFailure(t, await call(kind, dispatcher, `${base}/no-content-wrong`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Content-Digest', 'sha-256')
   }
   const md5 = digestAgent(t, { verify: 'required', algorithms: ['md5'] })
   t.equal((await call('request', md5, `${base}/md5-only`)).error, null)

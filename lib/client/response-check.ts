@@ -20,7 +20,8 @@
 //   and only when no other digest of the response was verified.
 // * HEAD has no content: Content-Digest is checked over no bytes, and
 //   Repr-Digest (that of what a GET would send, RFC 9530 §3.1) is not checked;
-//   neither is a 206's Repr-Digest (the whole representation, not this part),
+//   neither is a 204's (the representation's, not of the absent content:
+//   RFC 9530 Appendix B.5), a 206's (the whole representation, not this part),
 //   a 406's (the plugin's 406 rule sends the current representation's, not
 //   that of the 406 content), nor anything on a 304 (RFC 9110 §15.4.5).
 // * HEAD, 204 and 304 responses have no content: they are checked at once,
@@ -67,8 +68,8 @@ export interface RequestFacts {
 interface Received { field: DigestFieldName, digests: DigestMap }
 
 const NO_CONTENT = new Set([204, 304])
-const NO_REPR = new Set([206, 304, 406])
-const NO_UNENCODED = new Set([206, 304])
+const NO_REPR = new Set([204, 206, 304, 406])
+const NO_UNENCODED = new Set([204, 206, 304])
 
 function parse (value: string | undefined, field: DigestFieldName, errors: DigestClientError[]): DigestMap | null {
   try {
@@ -269,8 +270,8 @@ export class ResponseCheck {
    */
   #unencodedOutcome (digests: DigestMap, coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): boolean | DigestClientError {
     const enabled = this.#params.algorithms
-    // Coded content: the decoded reading only. No content (a 204) has no coding to undo.
-    const reading = this.#coded && !this.empty ? decoded : coded
+    // Coded content: the decoded reading only.
+    const reading = this.#coded ? decoded : coded
     const verification = verifyDigests('Unencoded-Digest', digests, reading ?? NONE, enabled)
     const failure = failureOf(verification)
     if (reading !== null || failure !== null) return failure ?? verification.ok
