@@ -4,6 +4,8 @@
 // the browser tests are skipped with a message, except under CI=true, where
 // a missing Chromium is an error (.ci/run installs it).
 import { spawn } from 'node:child_process'
+import { request as httpRequest, createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { accessSync, constants } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -108,4 +110,42 @@ export async function dumpDom (chromium: string, url: string, timeoutMs = 30_000
   } finally {
     await rm(profile, { recursive: true, force: true })
   }
+}
+
+export interface Closeable { teardown (fn: () => unknown): void }
+
+/**
+ * What a proxy does to one response: `headers` (a copy of the response's
+ * fields, `response`) may be changed in place; true: the body is changed
+ * too, its first "tampered-body" made "tampered-b0dy" (the fields the
+ * plugin sent describe the original).
+ */
+export type Spoil = (url: string, request: IncomingHttpHeaders, response: IncomingHttpHeaders, headers: OutgoingHttpHeaders) => boolean
+
+/** A proxy in front of `target` (127.0.0.1) that passes everything through but what `spoil` changes. */
+export async function spoilingProxy (t: Closeable, target: number, spoil: Spoil): Promise<number> {
+  const server: Server = createServer((req, res) => {
+    const upstream = httpRequest({ host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers }, (up) => {
+      const headers: OutgoingHttpHeaders = { ...up.headers }
+      if (!spoil(req.url as string, req.headers, up.headers, headers)) {
+        res.writeHead(up.statusCode as number, headers)
+        up.pipe(res)
+        return
+      }
+      const chunks: Buffer[] = []
+      up.on('data', (chunk: Buffer) => chunks.push(chunk))
+      up.on('end', () => {
+        const body = Buffer.from(Buffer.concat(chunks).toString('latin1').replace('tampered-body', 'tampered-b0dy'), 'latin1')
+        delete headers['transfer-encoding']
+        headers['content-length'] = String(body.length)
+        res.writeHead(up.statusCode as number, headers)
+        res.end(body)
+      })
+    })
+    upstream.on('error', () => res.destroy())
+    req.pipe(upstream)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return (server.address() as AddressInfo).port
 }

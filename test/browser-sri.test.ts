@@ -11,7 +11,7 @@
 // proxy, a body with one byte changed and a signature with one byte changed.
 import { test } from 'tap'
 import { generateKeyPairSync, type KeyObject } from 'node:crypto'
-import { request as httpRequest, createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import type { IncomingHttpHeaders } from 'node:http'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,11 +22,9 @@ import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import digestFields = require('../lib/index')
 import { buildApp, CODINGS } from './helpers'
-import { chromiumOrSkip, dumpDom } from './browser-helpers'
+import { chromiumOrSkip, dumpDom, spoilingProxy, type Closeable } from './browser-helpers'
 
 const { chromium, skip } = chromiumOrSkip()
-
-interface Closeable { teardown (fn: () => unknown): void }
 
 const held = generateKeyPairSync('ed25519')
 const stranger = generateKeyPairSync('ed25519')
@@ -108,35 +106,14 @@ function spoilSignature (value: string): string {
  * are the plugin's, of the original); tampered-signature.js's Signature
  * has one bit changed.
  */
-async function proxy (t: Closeable, target: number, seen: Map<string, { request: IncomingHttpHeaders, response: IncomingHttpHeaders }>): Promise<number> {
-  const server: Server = createServer((req, res) => {
-    const upstream = httpRequest({ host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      const headers = { ...up.headers }
-      seen.set(req.url as string, { request: req.headers, response: up.headers })
-      if (req.url === SPOILED['tampered-signature'] && typeof headers.signature === 'string') {
-        headers.signature = spoilSignature(headers.signature)
-      }
-      if (req.url !== SPOILED['tampered-body']) {
-        res.writeHead(up.statusCode as number, headers)
-        up.pipe(res)
-        return
-      }
-      const chunks: Buffer[] = []
-      up.on('data', (chunk: Buffer) => chunks.push(chunk))
-      up.on('end', () => {
-        const body = Buffer.from(Buffer.concat(chunks).toString('latin1').replace('tampered-body', 'tampered-b0dy'), 'latin1')
-        delete headers['transfer-encoding']
-        headers['content-length'] = String(body.length)
-        res.writeHead(up.statusCode as number, headers)
-        res.end(body)
-      })
-    })
-    upstream.on('error', () => res.destroy())
-    req.pipe(upstream)
+function proxy (t: Closeable, target: number, seen: Map<string, { request: IncomingHttpHeaders, response: IncomingHttpHeaders }>): Promise<number> {
+  return spoilingProxy(t, target, (url, request, response, headers) => {
+    seen.set(url, { request, response })
+    if (url === SPOILED['tampered-signature'] && typeof headers.signature === 'string') {
+      headers.signature = spoilSignature(headers.signature)
+    }
+    return url === SPOILED['tampered-body']
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  return (server.address() as AddressInfo).port
 }
 
 for (const coding of ['identity', ...CODINGS]) {

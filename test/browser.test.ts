@@ -9,7 +9,7 @@
 // made wrong), which must be blocked, so the test cannot pass because the
 // browser does not check.
 import { test } from 'tap'
-import { request as httpRequest, createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import type { IncomingHttpHeaders } from 'node:http'
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,11 +22,9 @@ import type { FastifyInstance } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import digestFields = require('../lib/index')
 import { buildApp, sf, CODINGS } from './helpers'
-import { chromiumOrSkip, dumpDom } from './browser-helpers'
+import { chromiumOrSkip, dumpDom, spoilingProxy, type Closeable } from './browser-helpers'
 
 const { chromium, skip } = chromiumOrSkip()
-
-interface Closeable { teardown (fn: () => unknown): void }
 
 /** A script that says it ran; padded so that compress codes it. */
 function script (name: string): string {
@@ -134,36 +132,15 @@ const WRONG_SHA512 = sf('not the content', 'sha-512')
  * tampered.css's Unencoded-Digest is replaced by a wrong one (the others, a
  * right sha-256 among them, are kept).
  */
-async function proxy (t: Closeable, target: number, seen: Map<string, IncomingHttpHeaders>): Promise<number> {
-  const server: Server = createServer((req, res) => {
-    const upstream = httpRequest({ host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      const headers = { ...up.headers }
-      seen.set(req.url as string, up.headers)
-      const value = headers['unencoded-digest']
-      if ((req.url === '/js/tampered-digest.js' || req.url === '/css/tampered.css') && typeof value === 'string') {
-        headers['unencoded-digest'] = value.replace(/sha-512=:[^:]*:/, WRONG_SHA512.replace(/\$/g, '$$$$'))
-      }
-      if (req.url !== '/js/tampered-body.js') {
-        res.writeHead(up.statusCode as number, headers)
-        up.pipe(res)
-        return
-      }
-      const chunks: Buffer[] = []
-      up.on('data', (chunk: Buffer) => chunks.push(chunk))
-      up.on('end', () => {
-        const body = Buffer.from(Buffer.concat(chunks).toString('latin1').replace('tampered-body', 'tampered-b0dy'), 'latin1')
-        delete headers['transfer-encoding']
-        headers['content-length'] = String(body.length)
-        res.writeHead(up.statusCode as number, headers)
-        res.end(body)
-      })
-    })
-    upstream.on('error', () => res.destroy())
-    req.pipe(upstream)
+function proxy (t: Closeable, target: number, seen: Map<string, IncomingHttpHeaders>): Promise<number> {
+  return spoilingProxy(t, target, (url, _request, response, headers) => {
+    seen.set(url, response)
+    const value = headers['unencoded-digest']
+    if ((url === '/js/tampered-digest.js' || url === '/css/tampered.css') && typeof value === 'string') {
+      headers['unencoded-digest'] = value.replace(/sha-512=:[^:]*:/, WRONG_SHA512.replace(/\$/g, '$$$$'))
+    }
+    return url === '/js/tampered-body.js'
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  return (server.address() as AddressInfo).port
 }
 
 const MODES: Array<[string, FastifyDigestFieldsOptions]> = [
