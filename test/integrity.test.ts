@@ -198,14 +198,21 @@ test('the profile\'s core: which Accept-Signature members are answered, the algo
 })
 
 test('signatures are kept for the same signature base (Ed25519 is deterministic), at most SIGNATURE_CACHE_SIZE of them', async (t) => {
-  const base = (i: number): string => `"unencoded-digest";sf: ${sf(String(i))}\n"@signature-params": ${PARAMS(KEY)}`
-  const check = (i: number, value: string): boolean => verify(null, Buffer.from(base(i)), ed.publicKey, Buffer.from(value, 'base64'))
-  const first = signed(base(-1), ed.privateKey)
+  const params = PARAMS(KEY)
+  const base = (i: number, p = params): string => `"unencoded-digest";sf: ${sf(String(i))}\n"@signature-params": ${p}`
+  const check = (i: number, value: string, p = params, key = ed.publicKey): boolean => verify(null, Buffer.from(base(i, p)), key, Buffer.from(value, 'base64'))
+  const first = signed(sf('-1'), params, ed.privateKey)
   t.ok(check(-1, first))
-  t.equal(signed(base(-1), ed.privateKey), first, 'the same base again: the same signature')
-  for (let i = 0; i < SIGNATURE_CACHE_SIZE; i++) signed(base(i), ed.privateKey)
-  t.ok(check(SIGNATURE_CACHE_SIZE - 1, signed(base(SIGNATURE_CACHE_SIZE - 1), ed.privateKey)), 'the last one kept')
-  t.equal(signed(base(-1), ed.privateKey), first, 'the first, pushed out, signed again: the same value')
+  t.equal(signed(sf('-1'), params, ed.privateKey), first, 'the same base again: the same signature')
+  // The same value with other parameters (the keyid unpadded) or another key: signed for them.
+  const unpaddedParams = PARAMS(KEY.replace(/=+$/, ''))
+  t.ok(check(-1, signed(sf('-1'), unpaddedParams, ed.privateKey), unpaddedParams), 'other parameters: their own signature')
+  const otherParams = PARAMS(keyIdOf(other.privateKey))
+  t.ok(check(-1, signed(sf('-1'), otherParams, other.privateKey), otherParams, other.publicKey), 'another key: its own signature')
+  t.equal(signed(sf('-1'), params, ed.privateKey), first, 'and back')
+  for (let i = 0; i < SIGNATURE_CACHE_SIZE; i++) signed(sf(String(i)), params, ed.privateKey)
+  t.ok(check(SIGNATURE_CACHE_SIZE - 1, signed(sf(String(SIGNATURE_CACHE_SIZE - 1)), params, ed.privateKey)), 'the last one kept')
+  t.equal(signed(sf('-1'), params, ed.privateKey), first, 'the first, pushed out, signed again: the same value')
 })
 
 test('a request asking for a held key gets Unencoded-Digest, Signature-Input and Signature under its label; the signature verifies', async (t) => {

@@ -99,6 +99,8 @@ export function heldKeyOf (value: unknown): HeldKey | string {
 
 /** The held key named by `keyid` (padding optional), if any. */
 export function findKey (keys: IntegrityKeys, keyid: string): HeldKey | undefined {
+  // A browser echoes the keyid as written (padded): compared, not hashed, first.
+  for (const held of keys.values()) if (held.keyid === keyid) return held
   return keys.get(unpadded(keyid))
 }
 
@@ -203,25 +205,31 @@ export function signatureBase (unencoded: string, params: string): string {
 export const SIGNATURE_CACHE_SIZE = 1024
 
 // Ed25519 signatures are deterministic (RFC 8032 §5.1.6): a signature base
-// always gets the same signature from one key, and the base names the key
-// (its keyid). The same resource sent again (a script, a stylesheet) is not
-// signed again.
-const cache = new Map<string, string>()
-// The bases in the order they were kept, a ring: the oldest goes out in
+// always gets the same signature from one key. The same resource sent again
+// (a script, a stylesheet) is not signed again. Kept by the Unencoded-Digest
+// value (the base's one part that changes per resource), with the key and
+// the `@signature-params` it was made with: a short key that is looked up
+// before any base is built.
+interface Kept { readonly privateKey: KeyObject, readonly params: string, readonly value: string }
+const cache = new Map<string, Kept>()
+// The values in the order they were kept, a ring: the oldest goes out in
 // constant time (a Map's first key is found past the holes its deletions left).
 const kept: string[] = []
 let oldest = 0
 
-/** The base64 Ed25519 signature of `base` by `privateKey`, the key `base`'s keyid names. */
-export function signed (base: string, privateKey: KeyObject): string {
-  let value = cache.get(base)
-  if (value !== undefined) return value
-  value = sign(null, Buffer.from(base, 'latin1'), privateKey).toString('base64')
-  const out = kept[oldest]
-  if (out !== undefined) cache.delete(out)
-  kept[oldest] = base
-  oldest = (oldest + 1) % SIGNATURE_CACHE_SIZE
-  cache.set(base, value)
+/** The base64 Ed25519 signature by `privateKey` of the signature base of `unencoded` and `params`. */
+export function signed (unencoded: string, params: string, privateKey: KeyObject): string {
+  const hit = cache.get(unencoded)
+  if (hit !== undefined && hit.privateKey === privateKey && hit.params === params) return hit.value
+  const value = sign(null, Buffer.from(signatureBase(unencoded, params), 'latin1'), privateKey).toString('base64')
+  if (hit === undefined) {
+    const out = kept[oldest]
+    if (out !== undefined) cache.delete(out)
+    kept[oldest] = unencoded
+    oldest = (oldest + 1) % SIGNATURE_CACHE_SIZE
+  }
+  // Another key or keyid for the same value takes its place.
+  cache.set(unencoded, { privateKey, params, value })
   return value
 }
 
@@ -231,7 +239,7 @@ export function signatureFields (signatures: readonly IntegritySignature[], unen
   let signature = ''
   for (const s of signatures) {
     const params = signatureParams(s.keyid)
-    const value = signed(signatureBase(unencoded, params), s.privateKey)
+    const value = signed(unencoded, params, s.privateKey)
     if (input !== '') {
       input += ', '
       signature += ', '
