@@ -149,3 +149,18 @@ export async function spoilingProxy (t: Closeable, target: number, spoil: Spoil)
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   return (server.address() as AddressInfo).port
 }
+
+/**
+ * The JSON a test page writes into its `<pre id="result">`, from the DOM
+ * Chromium dumps for `url`; null, with a failed assertion showing the page,
+ * when there is none.
+ */
+export async function pageResult<T> (t: { fail (message: string): unknown }, chromium: string, url: string): Promise<T | null> {
+  const dom = await dumpDom(chromium, url)
+  const match = /<pre id="result">(.*?)<\/pre>/s.exec(dom)
+  if (match === null) {
+    t.fail(`no result in the page: ${dom.slice(0, 2000)}`)
+    return null
+  }
+  return JSON.parse(match[1] as string) as T
+}

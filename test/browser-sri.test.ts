@@ -22,7 +22,7 @@ import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import digestFields = require('../lib/index')
 import { buildApp, CODINGS } from './helpers'
-import { chromiumOrSkip, dumpDom, spoilingProxy, type Closeable } from './browser-helpers'
+import { chromiumOrSkip, pageResult, spoilingProxy, type Closeable } from './browser-helpers'
 
 const { chromium, skip } = chromiumOrSkip()
 
@@ -121,13 +121,8 @@ for (const coding of ['identity', ...CODINGS]) {
     const server = await app(t, coding)
     const seen = new Map<string, { request: IncomingHttpHeaders, response: IncomingHttpHeaders }>()
     const port = await proxy(t, (server.server.address() as AddressInfo).port, seen)
-    const dom = await dumpDom(chromium as string, `http://127.0.0.1:${port}/`)
-    const match = /<pre id="result">(.*?)<\/pre>/s.exec(dom)
-    if (match === null) {
-      t.fail(`no result in the page: ${dom.slice(0, 2000)}`)
-      return
-    }
-    const result = JSON.parse(match[1] as string) as { ran: string[] }
+    const result = await pageResult<{ ran: string[] }>(t, chromium as string, `http://127.0.0.1:${port}/`)
+    if (result === null) return
     t.same([...result.ran].sort(), Object.keys(SCRIPTS).sort(), 'every signed script ran; no script of another key, no spoiled one')
     // What Chromium asked for and got.
     for (const [name, url] of Object.entries({ ...SCRIPTS, ...SPOILED })) {

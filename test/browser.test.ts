@@ -22,7 +22,7 @@ import type { FastifyInstance } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import digestFields = require('../lib/index')
 import { buildApp, sf, CODINGS } from './helpers'
-import { chromiumOrSkip, dumpDom, spoilingProxy, type Closeable } from './browser-helpers'
+import { chromiumOrSkip, pageResult, spoilingProxy, type Closeable } from './browser-helpers'
 
 const { chromium, skip } = chromiumOrSkip()
 
@@ -154,13 +154,8 @@ for (const [mode, opts] of MODES) {
       const server = await app(t, opts, coding)
       const seen = new Map<string, IncomingHttpHeaders>()
       const port = await proxy(t, (server.server.address() as AddressInfo).port, seen)
-      const dom = await dumpDom(chromium as string, `http://127.0.0.1:${port}/`)
-      const match = /<pre id="result">(.*?)<\/pre>/s.exec(dom)
-      if (match === null) {
-        t.fail(`no result in the page: ${dom.slice(0, 2000)}`)
-        return
-      }
-      const result = JSON.parse(match[1] as string) as { ran: string[], widths: Record<string, string> }
+      const result = await pageResult<{ ran: string[], widths: Record<string, string> }>(t, chromium as string, `http://127.0.0.1:${port}/`)
+      if (result === null) return
       t.same([...result.ran].sort(), [...SCRIPTS].sort(), 'every script ran, no spoiled one')
       for (const [name, width] of Object.entries(STYLES)) t.equal(result.widths[name], `${width}px`, `stylesheet ${name} applied`)
       for (const name of Object.keys(BLOCKED_STYLES)) t.equal(result.widths[name], '1px', `stylesheet ${name} blocked`)

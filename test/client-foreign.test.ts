@@ -5,7 +5,6 @@
 // details fail the body with code, field and algorithm, through request,
 // fetch and stream alike.
 import { test } from 'tap'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createH2Server, type ServerHttp2Stream } from 'node:http2'
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
 import { randomBytes } from 'node:crypto'
@@ -13,7 +12,7 @@ import { Agent, H2CClient, type Dispatcher } from 'undici'
 import { digestInterceptor } from '../lib/client/index'
 import { HOLD_SIZE } from '../lib/client/side-decoder'
 import { sf } from './helpers'
-import { KINDS, assertFailure, call, digestAgent, listenLocal } from './client-helpers'
+import { KINDS, assertFailure, call, digestAgent, listenLocal, routeServer, withTrailers, type Route } from './client-helpers'
 
 const BODY = 'hello, digest'
 const OTHER = 'something else'
@@ -38,8 +37,6 @@ const GZ5 = gzipTimes(5)
 const GZ6 = gzipTimes(6)
 const ZERO = 'sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:'
 
-type Route = (req: IncomingMessage, res: ServerResponse) => void
-
 function send (headers: Record<string, string | string[]>, body: string | Buffer = BODY, status = 200): Route {
   return (_req, res) => {
     res.writeHead(status, headers)
@@ -47,14 +44,8 @@ function send (headers: Record<string, string | string[]>, body: string | Buffer
   }
 }
 
-function withTrailers (trailers: Record<string, string>, announce: boolean, body: string | Buffer = BODY, headers: Record<string, string> = {}): Route {
-  return (_req, res) => {
-    res.writeHead(200, announce ? { ...headers, trailer: Object.keys(trailers).join(', ') } : headers)
-    res.write(body.slice(0, 3))
-    res.write(body.slice(3))
-    res.addTrailers(trailers)
-    res.end()
-  }
+function trailered (trailers: Record<string, string>, announce: boolean, body: string | Buffer = BODY, headers: Record<string, string> = {}): Route {
+  return withTrailers(trailers, announce, body, headers)
 }
 
 const problem = (body: unknown, type = 'application/problem+json'): Route =>
@@ -72,14 +63,14 @@ const ROUTES: Record<string, Route> = {
   '/malformed': send({ 'content-digest': 'sha-256=nope' }),
   '/none': send({}),
   '/md5-only': send({ 'content-digest': sf(BODY, 'md5') }),
-  '/trailer': withTrailers({ 'Content-Digest': sf(BODY) }, true),
-  '/trailer-wrong': withTrailers({ 'Content-Digest': sf(OTHER) }, true),
-  '/trailer-repr-wrong': withTrailers({ 'Repr-Digest': sf(OTHER) }, true),
-  '/trailer-malformed': withTrailers({ 'Content-Digest': 'sha-256=(' }, true),
-  '/trailer-unannounced': withTrailers({ 'Content-Digest': sf(OTHER) }, false),
-  '/head-trailer-unannounced': withTrailers({ 'Content-Digest': sf(OTHER) }, false, BODY, { 'content-digest': sf(BODY) }),
-  '/head-trailer-announced': withTrailers({ 'Content-Digest': sf(OTHER) }, true, BODY, { 'content-digest': sf(BODY) }),
-  '/trailer-gzip': withTrailers({ 'Repr-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
+  '/trailer': trailered({ 'Content-Digest': sf(BODY) }, true),
+  '/trailer-wrong': trailered({ 'Content-Digest': sf(OTHER) }, true),
+  '/trailer-repr-wrong': trailered({ 'Repr-Digest': sf(OTHER) }, true),
+  '/trailer-malformed': trailered({ 'Content-Digest': 'sha-256=(' }, true),
+  '/trailer-unannounced': trailered({ 'Content-Digest': sf(OTHER) }, false),
+  '/head-trailer-unannounced': trailered({ 'Content-Digest': sf(OTHER) }, false, BODY, { 'content-digest': sf(BODY) }),
+  '/head-trailer-announced': trailered({ 'Content-Digest': sf(OTHER) }, true, BODY, { 'content-digest': sf(BODY) }),
+  '/trailer-gzip': trailered({ 'Repr-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
   '/repr-gzip-decoded': send({ 'content-encoding': 'gzip', 'repr-digest': sf(BODY) }, GZ),
   '/gzip-decoded': send({ 'content-encoding': 'gzip', 'content-digest': sf(GZ), 'repr-digest': sf(BODY) }, GZ),
   '/repr-gzip-coded': send({ 'content-encoding': 'gzip', 'repr-digest': sf(GZ) }, GZ),
@@ -147,13 +138,8 @@ const ROUTES: Record<string, Route> = {
   '/problem-plain': problem({ code: 'FST_DIGEST_MISMATCH' }, 'application/json')
 }
 
-async function foreignServer (t: { teardown (fn: () => unknown): void }): Promise<string> {
-  const server = createServer((req, res) => {
-    const route = ROUTES[(req.url ?? '').split('?')[0] as string]
-    if (route === undefined) send({}, 'not found', 404)(req, res)
-    else route(req, res)
-  })
-  return await listenLocal(t, server)
+function foreignServer (t: { teardown (fn: () => unknown): void }): Promise<string> {
+  return routeServer(t, ROUTES)
 }
 
 test('right values end cleanly, wrong ones fail the body (request, fetch, stream)', async (t) => {

@@ -3,6 +3,7 @@
 // returned (not thrown) as the digest error itself, unwrapped from fetch's
 // TypeError('terminated') when it is its cause.
 import { once } from 'node:events'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Server } from 'node:net'
 import { Writable } from 'node:stream'
 import { Agent, fetch, request, stream, type Dispatcher } from 'undici'
@@ -14,6 +15,35 @@ export type Kind = 'request' | 'fetch' | 'stream'
 export const KINDS: Kind[] = ['request', 'fetch', 'stream']
 
 interface Closeable { teardown (fn: () => unknown): void }
+
+/** A hand-built response (servers that are not the plugin). */
+export type Route = (req: IncomingMessage, res: ServerResponse) => void
+
+/** A node:http server answering each path from `routes` (404 for others), closed when the test ends: its base URL. */
+export async function routeServer (t: Closeable, routes: Readonly<Record<string, Route>>): Promise<string> {
+  const server = createServer((req, res) => {
+    const route = routes[(req.url ?? '').split('?')[0] as string]
+    if (route !== undefined) {
+      route(req, res)
+      return
+    }
+    res.writeHead(404)
+    res.end('not found')
+  })
+  return await listenLocal(t, server)
+}
+
+/** `body` in two writes, then `trailers`, named in a Trailer field when `announce`. */
+export function withTrailers (trailers: Record<string, string>, announce: boolean, body: string | Buffer, headers: Record<string, string> = {}): Route {
+  return (_req, res) => {
+    res.writeHead(200, announce ? { ...headers, trailer: Object.keys(trailers).join(', ') } : headers)
+    const bytes = Buffer.from(body)
+    res.write(bytes.subarray(0, 3))
+    res.write(bytes.subarray(3))
+    res.addTrailers(trailers)
+    res.end()
+  }
+}
 
 /** `server` listening on a free port of 127.0.0.1, closed when the test ends: its base URL. */
 export async function listenLocal (t: Closeable, server: Server): Promise<string> {

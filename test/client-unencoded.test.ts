@@ -7,7 +7,6 @@
 // and server cannot share a mistake: headers and trailers, 206, HEAD, 304,
 // maxDecodedSize, zstd on Node.js 20 (not decoded here: unchecked).
 import { test } from 'tap'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createH2Server, type ServerHttp2Stream } from 'node:http2'
 import { Readable } from 'node:stream'
 import { brotliCompressSync, gzipSync } from 'node:zlib'
@@ -18,15 +17,13 @@ import digestFields = require('../lib/index')
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import { digestBody, digestHeaders, digestInterceptor } from '../lib/client/index'
 import { CODINGS, sf, zstd } from './helpers'
-import { KINDS, assertFailure, call, digestAgent, listenLocal } from './client-helpers'
+import { KINDS, assertFailure, call, digestAgent, listenLocal, routeServer, withTrailers, type Route } from './client-helpers'
 
 const BODY = 'hello, unencoded digest'
 const OTHER = 'something else'
 const GZ = gzipSync(BODY)
 const GZ_BR = brotliCompressSync(GZ)
 const UNENCODED = 'Unencoded-Digest'
-
-type Route = (req: IncomingMessage, res: ServerResponse) => void
 
 function send (headers: Record<string, string>, body: string | Buffer = BODY, status = 200): Route {
   return (_req, res) => {
@@ -35,15 +32,8 @@ function send (headers: Record<string, string>, body: string | Buffer = BODY, st
   }
 }
 
-function withTrailers (trailers: Record<string, string>, announce: boolean, body: string | Buffer = BODY, headers: Record<string, string> = {}): Route {
-  return (_req, res) => {
-    res.writeHead(200, announce ? { ...headers, trailer: Object.keys(trailers).join(', ') } : headers)
-    const bytes = Buffer.from(body)
-    res.write(bytes.subarray(0, 3))
-    res.write(bytes.subarray(3))
-    res.addTrailers(trailers)
-    res.end()
-  }
+function trailered (trailers: Record<string, string>, announce: boolean, body: string | Buffer = BODY, headers: Record<string, string> = {}): Route {
+  return withTrailers(trailers, announce, body, headers)
 }
 
 const ZSTD = zstd === null ? Buffer.from('(not zstd: never decoded on Node.js 20)') : zstd.compress(Buffer.from(BODY))
@@ -73,12 +63,12 @@ const ROUTES: Record<string, Route> = {
   '/zstd': send({ 'content-encoding': 'zstd', 'unencoded-digest': sf(BODY) }, ZSTD),
   '/zstd-wrong': send({ 'content-encoding': 'zstd', 'unencoded-digest': sf(OTHER) }, ZSTD),
   '/unknown-coding': send({ 'content-encoding': 'x-custom', 'unencoded-digest': sf(BODY) }),
-  '/trailer': withTrailers({ 'Unencoded-Digest': sf(BODY) }, true),
-  '/trailer-wrong': withTrailers({ 'Unencoded-Digest': sf(OTHER) }, true),
-  '/trailer-gzip': withTrailers({ 'Unencoded-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
-  '/trailer-gzip-wrong': withTrailers({ 'Unencoded-Digest': sf(GZ) }, true, GZ, { 'content-encoding': 'gzip' }),
-  '/trailer-malformed': withTrailers({ 'Unencoded-Digest': 'sha-256=(' }, true),
-  '/trailer-unannounced': withTrailers({ 'Unencoded-Digest': sf(OTHER) }, false, GZ, { 'content-encoding': 'gzip' }),
+  '/trailer': trailered({ 'Unencoded-Digest': sf(BODY) }, true),
+  '/trailer-wrong': trailered({ 'Unencoded-Digest': sf(OTHER) }, true),
+  '/trailer-gzip': trailered({ 'Unencoded-Digest': sf(BODY) }, true, GZ, { 'content-encoding': 'gzip' }),
+  '/trailer-gzip-wrong': trailered({ 'Unencoded-Digest': sf(GZ) }, true, GZ, { 'content-encoding': 'gzip' }),
+  '/trailer-malformed': trailered({ 'Unencoded-Digest': 'sha-256=(' }, true),
+  '/trailer-unannounced': trailered({ 'Unencoded-Digest': sf(OTHER) }, false, GZ, { 'content-encoding': 'gzip' }),
   '/head': send({ 'content-digest': sf(''), 'unencoded-digest': sf(OTHER) }),
   '/partial': send({ 'content-digest': sf(BODY), 'unencoded-digest': sf(OTHER), 'content-range': `bytes 0-${BODY.length - 1}/100` }, BODY, 206),
   '/partial-trailer-gzip': (_req, res) => {
@@ -102,13 +92,8 @@ const ROUTES: Record<string, Route> = {
   }))(req, res)
 }
 
-async function foreignServer (t: { teardown (fn: () => unknown): void }): Promise<string> {
-  const server = createServer((req, res) => {
-    const route = ROUTES[(req.url ?? '').split('?')[0] as string]
-    if (route === undefined) send({}, 'not found', 404)(req, res)
-    else route(req, res)
-  })
-  return await listenLocal(t, server)
+function foreignServer (t: { teardown (fn: () => unknown): void }): Promise<string> {
+  return routeServer(t, ROUTES)
 }
 
 test('right values end cleanly, wrong ones fail the body, in both client modes (request, fetch, stream)', async (t) => {
