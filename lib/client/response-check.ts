@@ -229,17 +229,10 @@ export class ResponseCheck {
     if (this.#status === 304) return failure // nothing to check (RFC 9110 §15.4.5)
     for (const { field, digests } of this.#received) {
       if (failure !== null) break
-      if (field === 'Unencoded-Digest') {
-        const outcome = this.#unencodedOutcome(digests, coded ?? NONE, decoded, undecoded)
-        if (typeof outcome === 'boolean') verified ||= outcome
-        else if (outcome.code === 'FST_DIGEST_RESPONSE_UNCHECKED') notChecked = outcome
-        else failure = outcome
-        continue
-      }
       const verification = this.#verify(field, digests, coded ?? NONE, decoded)
       const bad = badResult(verification)
-      if (field === 'Repr-Digest' && undecoded !== null && bad?.outcome === 'mismatched') {
-        // Not the coded bytes' digest; maybe the decoded ones', unknown here.
+      if (field !== 'Content-Digest' && undecoded !== null && bad?.outcome === 'mismatched') {
+        // Not the coded bytes' digest (or no decoded bytes); maybe the decoded ones', unknown here.
         notChecked = unchecked(field, bad.algorithm, undecoded)
         continue
       }
@@ -253,33 +246,21 @@ export class ResponseCheck {
     return failure
   }
 
-  /** One field against the readings it may be of (see the head of this file). */
+  /**
+   * One field against the readings it may be of (see the head of this file):
+   * of coded content, Unencoded-Digest (and Repr-Digest under `reprDigest:
+   * 'decoded'`) only against the decoded bytes.
+   */
   #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
     const enabled = this.#params.algorithms
+    if (this.#coded && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && this.#onDecoded))) {
+      return decoded === null ? noReading(field, digests, enabled) : verifyDigests(field, digests, decoded, enabled)
+    }
     if (field !== 'Repr-Digest' || !this.#coded) return verifyDigests(field, digests, coded, enabled)
-    if (this.#onDecoded) return decoded === null ? noReading(digests, enabled) : verifyDigests(field, digests, decoded, enabled)
     const verification = verifyDigests(field, digests, coded, enabled)
     if (verification.ok || this.#params.reprDigest === 'coded' || decoded === null) return verification
     const other = verifyDigests(field, digests, decoded, enabled)
     return other.ok || failureOf(verification) === null ? other : verification
-  }
-
-  /**
-   * Unencoded-Digest's outcome: verified (true) or not (false: no accepted
-   * algorithm), or its error: a failure, or unchecked.
-   */
-  #unencodedOutcome (digests: DigestMap, coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): boolean | DigestClientError {
-    const enabled = this.#params.algorithms
-    // Coded content: the decoded reading only.
-    const reading = this.#coded ? decoded : coded
-    const verification = verifyDigests('Unencoded-Digest', digests, reading ?? NONE, enabled)
-    const failure = failureOf(verification)
-    if (reading !== null || failure !== null) return failure ?? verification.ok
-    const algorithm = usableAlgorithms(digests, enabled)[0]
-    if (algorithm === undefined) return false
-    // Unknown (past maxDecodedSize, a coding not decoded here), or none: the
-    // content does not decode, so no unencoded representation can match.
-    return undecoded === null ? mismatch('Unencoded-Digest', algorithm) : unchecked('Unencoded-Digest', algorithm, undecoded)
   }
 
   /** A 406 to a request with digest fields, or a digest problem. */
@@ -295,11 +276,12 @@ export class ResponseCheck {
 const NONE: DigestResults = new Map()
 
 /**
- * A Repr-Digest read over decoded bytes that are unknown (past the limit, a
- * coding not decoded here, or one that failed to decode): no value matches.
+ * A field read over decoded bytes that are unknown (past the limit, a coding
+ * not decoded here, or one that failed to decode): no value matches. The
+ * verdict makes a mismatch unchecked when the decoded bytes may exist.
  */
-function noReading (digests: DigestMap, enabled: readonly DigestAlgorithm[]): FieldVerification {
-  const { results } = verifyDigests('Repr-Digest', digests, NONE, enabled)
+function noReading (field: DigestFieldName, digests: DigestMap, enabled: readonly DigestAlgorithm[]): FieldVerification {
+  const { results } = verifyDigests(field, digests, NONE, enabled)
   const open = usableAlgorithms(digests, enabled).map((algorithm): AlgorithmResult => ({ algorithm, outcome: 'mismatched' }))
-  return { field: 'Repr-Digest', ok: false, results: [...results, ...open] }
+  return { field, ok: false, results: [...results, ...open] }
 }
