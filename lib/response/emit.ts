@@ -211,6 +211,12 @@ export function declareTrailer (
   })
 }
 
+/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
+export function hasDigestTrailers (reply: FastifyReply): boolean {
+  for (const name of TRAILERS) if (reply.hasTrailer(name)) return true
+  return false
+}
+
 /**
  * A reply sent again: its first payload, a stream, failed before anything
  * went out, and fastify now sends the error. The digest trailers declared
@@ -218,12 +224,6 @@ export function declareTrailer (
  * the raw response), must not stay: the error body is sent with a
  * Content-Length, and gets digests of its own.
  */
-/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
-export function hasDigestTrailers (reply: FastifyReply): boolean {
-  for (const name of TRAILERS) if (reply.hasTrailer(name)) return true
-  return false
-}
-
 export function dropTrailers (reply: FastifyReply): void {
   let declared = false
   for (const name of TRAILERS) {
