@@ -1,8 +1,8 @@
 'use strict'
 
-// Throughput of the deprecated RFC 9530 checksums: lib/checksums.ts (built)
+// Throughput of the deprecated RFC 9530 checksums: lib/core/checksums.ts (built)
 // against npm libraries, when those are installed. The numbers are quoted at
-// the top of lib/checksums.ts.
+// the top of lib/core/checksums.ts.
 //
 //   npx tsc -p tsconfig.json
 //   node benchmarks/checksums.js

@@ -213,7 +213,7 @@ function hashRawByHand (app) {
 
 /**
  * Scenario 8's reference with the plugin's guarantee: the same fail-before-end
- * check as the plugin's (lib/request/source-tap.ts), written by hand, so that the
+ * check as the plugin's (lib/core/source-tap.ts), written by hand, so that the
  * budget compares like with like. request.raw.push is taken over: each chunk
  * the parser pushes is hashed, and the last one (and at least 1024 bytes) is
  * held back until the end has been checked. A reader (busboy) never sees the

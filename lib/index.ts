@@ -2,23 +2,23 @@
 // The entry wires the pieces: options validated once, decorators, an onRoute
 // hook that reads the `digest` route option and attaches the route-level
 // hooks of the response and request concerns, and the check that names the
-// routes declared before the plugin was loaded (lib/route-coverage.ts).
+// routes declared before the plugin was loaded (lib/plugin/route-coverage.ts).
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
-import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './options'
-import { placeHooks, type RouteHookInstaller } from './route-hooks'
-import { setReprDigest, setUnencodedDigest } from './declared'
-import { installResponseDigests } from './response/hooks'
-import { installRequestVerification } from './request-verification'
-import { kDeclared, kDeclaredUnencoded, kRouteParams } from './symbols'
-import { errors, FST_DIGEST_ALREADY_REGISTERED } from './errors'
-import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './algorithms'
-import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './fields'
-import { selectAlgorithms } from './negotiation'
-import { verifyDigests } from './verification'
-import { staticHeaders } from './response/files'
-import { watchRouteCoverage } from './route-coverage'
+import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './plugin/options'
+import { placeHooks, type RouteHookInstaller } from './plugin/route-hooks'
+import { setReprDigest, setUnencodedDigest } from './plugin/response/declared'
+import { installResponseDigests } from './plugin/response/hooks'
+import { installRequestVerification } from './plugin/request/setup'
+import { kDeclared, kDeclaredUnencoded, kRouteParams } from './plugin/symbols'
+import { errors, FST_DIGEST_ALREADY_REGISTERED } from './core/errors'
+import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './core/algorithms'
+import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './core/fields'
+import { selectAlgorithms } from './core/negotiation'
+import { verifyDigests } from './core/compare'
+import { staticHeaders } from './plugin/response/static-files'
+import { watchRouteCoverage } from './plugin/route-coverage'
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
   // avvio does not catch what a callback plugin throws (avvio 9.3.1
@@ -45,7 +45,7 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
   fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
 
   // In this order on each route: the response stages, then the request
-  // verifier's hooks (lib/route-hooks.ts says where each goes).
+  // verifier's hooks (lib/plugin/route-hooks.ts says where each goes).
   const installers: Array<RouteHookInstaller<DigestParams>> = [
     installResponseDigests(fastify, params),
     installRequestVerification(fastify)
@@ -69,7 +69,7 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
 // lib/reply.js piped the payload with `end: true` and wrote the trailers on
 // 'end', after the response had ended, so they were lost (5.12.8:
 // lib/reply.js:860 and :897 end the response itself, after sendTrailer).
-// test/fastify-floor.test.ts shows it on 5.12.7.
+// test/plugin/fastify-floor.test.ts shows it on 5.12.7.
 const plugin = fp(fastifyDigestFields, { fastify: '^5.12.8', name: 'fastify-digest-fields' })
 
 const exported = Object.assign(plugin, {

@@ -65,7 +65,7 @@ test('digestBody', () => {
 
 // fetch takes the body and headers digestBody() gives, the global fetch and
 // undici's (their Blob and BufferSource types differ; with the DOM lib the
-// global one is the DOM's, which test/readme-types.test.ts checks).
+// global one is the DOM's, which test/package/readme-types.test.ts checks).
 test('digestBody: its body and headers fit fetch', async () => {
   for (const { body, headers } of [
     await digestBody(new FormData()),

@@ -8,7 +8,7 @@ import {
   FST_DIGEST_RESPONSE_MISMATCH,
   FST_DIGEST_RESPONSE_MISSING,
   FST_DIGEST_RESPONSE_UNCHECKED
-} from '../errors'
+} from '../core/errors'
 
 export const clientErrors = {
   FST_DIGEST_RESPONSE_MISMATCH,

@@ -1,4 +1,4 @@
-// The client's errors: an FST_DIGEST_* error (lib/errors.ts) carrying the
+// The client's errors: an FST_DIGEST_* error (lib/core/errors.ts) carrying the
 // `field` and `algorithm` at fault, both also named in its message.
 import type { DigestClientError } from '../../types/client'
 import { clientErrors } from './errors'

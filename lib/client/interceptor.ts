@@ -7,7 +7,7 @@
 // once hashed, asynchronously), and checks the response with a DigestHandler.
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
-import { digestFieldOf, parseDigestField, parseWantField } from '../fields'
+import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
 import { DigestHandler } from './handler'
 import { flatHeaders, getHeader, headerPairs, type HeaderValue, type Headers } from './headers'
 import { normalizeClientOptions, type ClientParams } from './options'

@@ -1,13 +1,13 @@
 // The interceptor's options, validated once when digestInterceptor() is
 // called: the plugin's names and defaults where they mean the same
 // (algorithms, verify, strict), plus `want`, `reprDigest` and `maxDecodedSize`. Unknown
-// keys are refused with the nearest option named, as lib/options.ts does for
+// keys are refused with the nearest option named, as lib/plugin/options.ts does for
 // the plugin. Pure: no fastify, no undici.
 import type { DigestAlgorithm, DigestInterceptorOptions, WantOption } from '../../types/client'
-import { FST_DIGEST_INVALID_OPTION } from '../errors'
-import { serializeWantField } from '../fields'
-import { nearestKey } from '../nearest-key'
-import { checkAlgorithms, describe } from '../option-checks'
+import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
+import { serializeWantField } from '../core/fields'
+import { nearestKey } from '../core/nearest-key'
+import { checkAlgorithms, describe } from '../core/option-checks'
 
 export interface ClientParams {
   readonly algorithms: readonly DigestAlgorithm[]

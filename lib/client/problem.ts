@@ -1,6 +1,6 @@
 // A response that says the server refused the request's digest: RFC 9457
 // problem details with a draft-ietf-httpapi-digest-fields-problem-types type
-// (the plugin's, lib/request/problem.ts), or the plugin's own FST_DIGEST_*
+// (the plugin's, lib/core/problem.ts), or the plugin's own FST_DIGEST_*
 // `code` (its about:blank problems: a missing digest, an undecodable coding).
 import * as zlib from 'node:zlib'
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib'

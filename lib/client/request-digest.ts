@@ -12,11 +12,11 @@
 // the same value, content sent without a content coding being its own
 // unencoded representation (Byte Sequences, as that field requires).
 import type { DigestAlgorithm, DigestedBody, DigestHeadersOptions, DigestibleBody } from '../../types/client'
-import { ALGORITHMS } from '../algorithms'
-import { MultiDigester } from '../digest-stream'
-import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_UNKNOWN_ALGORITHM } from '../errors'
-import { describe } from '../option-checks'
-import { digestFieldOf, serializeDigestField } from '../fields'
+import { ALGORITHMS } from '../core/algorithms'
+import { MultiDigester } from '../core/digest-stream'
+import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_UNKNOWN_ALGORITHM } from '../core/errors'
+import { describe } from '../core/option-checks'
+import { digestFieldOf, serializeDigestField } from '../core/fields'
 import { formDataBlob, isFormData } from './form-data'
 
 /** A body's bytes (or text, hashed as UTF-8) when known up front; else null. */

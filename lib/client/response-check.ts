@@ -44,9 +44,9 @@
 //   it lists; here, every value of an accepted algorithm, as for the others.
 import type { DigestAlgorithm, DigestClientError } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
-import { MultiDigester, type DigestResults } from '../digest-stream'
-import { parseDigestField } from '../fields'
-import { usableAlgorithms, verifyDigests } from '../verification'
+import { MultiDigester, type DigestResults } from '../core/digest-stream'
+import { parseDigestField } from '../core/fields'
+import { usableAlgorithms, verifyDigests } from '../core/compare'
 import { invalidField, invalidValue, mismatch, missing, notAcceptable, unchecked } from './failure'
 import { MAX_PROBLEM_SIZE, mayBeProblem, problemError } from './problem'
 import { responseField } from './headers'

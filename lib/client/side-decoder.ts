@@ -16,7 +16,7 @@ import * as zlib from 'node:zlib'
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
 import { Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
-import { MultiDigester, type DigestResults } from '../digest-stream'
+import { MultiDigester, type DigestResults } from '../core/digest-stream'
 
 /**
  * Whether deflate-coded bytes start with a zlib header: its first octet

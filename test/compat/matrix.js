@@ -1,7 +1,7 @@
 'use strict'
 // The compatibility matrix: every cell of the README's table (between
 // <!-- compat:start --> and <!-- compat:end -->, rendered by renderTable and
-// checked by test/compat-table.test.ts) is run by test/compat/run.js.
+// checked by test/package/compat-table.test.ts) is run by test/compat/run.js.
 //
 // Other majors of a package are devDependencies under npm aliases (package.json)
 // and reach the tests through test/compat/aliases.cjs. Other Node.js majors
@@ -25,24 +25,24 @@ const packages = {
 
 /** The integration test files: the ones that run the other packages for real. */
 const integration = [
-  'test/compress.test.ts',
-  'test/conditional.test.ts',
-  'test/request-compress.test.ts',
-  'test/request-http2.test.ts',
-  'test/request-server.test.ts',
-  'test/request-edges.test.ts',
-  'test/streams.test.ts',
-  'test/static.test.ts',
-  'test/file-digests.test.ts',
-  'test/hardening-limits.test.ts',
-  'test/request-readers.test.ts',
-  'test/request-aborts.test.ts',
-  'test/client-plugin.test.ts',
-  'test/client-foreign.test.ts',
-  'test/client-request-body.test.ts',
-  'test/client-unencoded.test.ts',
-  'test/signing-hook.test.ts',
-  'test/examples.test.ts'
+  'test/plugin/response/compress.test.ts',
+  'test/plugin/response/conditional.test.ts',
+  'test/plugin/request/request-compress.test.ts',
+  'test/plugin/request/request-http2.test.ts',
+  'test/plugin/request/request-server.test.ts',
+  'test/plugin/request/request-edges.test.ts',
+  'test/plugin/response/streams.test.ts',
+  'test/plugin/response/static.test.ts',
+  'test/plugin/response/file-digests.test.ts',
+  'test/plugin/hardening-limits.test.ts',
+  'test/plugin/request/request-readers.test.ts',
+  'test/plugin/request/request-aborts.test.ts',
+  'test/client/client-plugin.test.ts',
+  'test/client/client-foreign.test.ts',
+  'test/client/client-request-body.test.ts',
+  'test/client/client-unencoded.test.ts',
+  'test/plugin/response/signing-hook.test.ts',
+  'test/package/examples.test.ts'
 ]
 
 /**
@@ -53,7 +53,7 @@ const integration = [
 const combos = [
   { name: 'latest', use: {}, files: 'all' },
   { name: 'older', use: { '@fastify/compress': '8', '@fastify/static': '9', '@fastify/multipart': '9' }, files: integration },
-  { name: 'oldest static', use: { '@fastify/static': '8' }, files: ['test/static.test.ts', 'test/file-digests.test.ts', 'test/examples.test.ts'] }
+  { name: 'oldest static', use: { '@fastify/static': '8' }, files: ['test/plugin/response/static.test.ts', 'test/plugin/response/file-digests.test.ts', 'test/package/examples.test.ts'] }
 ]
 
 /** What differs by package and major, under the table. */

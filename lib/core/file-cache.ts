@@ -1,0 +1,320 @@
+// Whole-file digests, hashed on the side and cached (RFC 9530 §3, B.3).
+//
+// A 206 carries the Repr-Digest of the whole file and a HEAD the one of the
+// file a GET would send, yet neither response carries those bytes. So the
+// file is hashed on the side, streamed once (never buffered), and the result
+// cached under the file's identity: path, size, mtimeMs, ctimeMs and inode.
+// A digest is kept only when the file's stat is the same before and after
+// hashing and equal to the stat @fastify/send served it under: a file
+// rewritten between two requests, or while it was being hashed, never gets a
+// stale digest. The ctime is the one the kernel sets at every write, and no
+// call can set it back (utimes(2) sets it to the current time): a rewrite
+// that keeps the size, the inode and the mtime (a reproducible build copied
+// with `cp -p`) still changes it. Two writes within one tick of a coarse
+// file-system clock can share a ctime: what a full response streams is
+// therefore checked against the digests it was sent with (files.ts). Two
+// requests for the same uncached file share one hashing pass.
+//
+// No fastify here: which response stands for which file is lib/plugin/response/static-files.ts.
+import type { Stats } from 'node:fs'
+import { open, type FileHandle } from 'node:fs/promises'
+import type { DigestAlgorithm } from '../../types/index'
+import { MultiDigester, type DigestResults } from './digest-stream'
+import { readSidecars } from './sidecars'
+
+/** The stat fields that identify a version of a file. */
+export type FileStat = Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs'>
+
+export interface StaticFile {
+  readonly path: string
+  readonly stat: FileStat
+}
+
+/** Inclusive byte offsets, as in Content-Range. */
+export interface ByteRange {
+  readonly start: number
+  readonly end: number
+}
+
+type OpenFile = (path: string) => Promise<FileHandle>
+export type HashFile = (file: StaticFile, algorithms: readonly DigestAlgorithm[], range?: ByteRange | null) => Promise<DigestResults | null>
+
+const READ_SIZE = 256 * 1024
+
+export function sameFile (a: FileStat, b: FileStat): boolean {
+  return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.dev === b.dev
+}
+
+/** The weak ETag @fastify/send derives from a stat. */
+export function sendEtag (stat: Pick<Stats, 'size' | 'mtime'>): string {
+  return `W/"${stat.size.toString(16)}-${stat.mtime.getTime().toString(16)}"`
+}
+
+/** `bytes first-last/complete` (RFC 9110 §14.4), or null. */
+export function parseContentRange (value: unknown): (ByteRange & { total: number }) | null {
+  const m = typeof value === 'string' ? /^bytes (\d+)-(\d+)\/(\d+)$/.exec(value) : null
+  if (m === null) return null
+  return { start: Number(m[1]), end: Number(m[2]), total: Number(m[3]) }
+}
+
+const openForReading: OpenFile = (path) => open(path, 'r')
+
+async function readDigests (
+  handle: FileHandle, file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null
+): Promise<DigestResults | null> {
+  if (!sameFile(await handle.stat(), file.stat)) return null
+  let position = range === null ? 0 : range.start
+  const end = range === null ? file.stat.size : range.end + 1
+  const hasher = new MultiDigester(algorithms)
+  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(READ_SIZE, end - position)))
+  while (position < end) {
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position), position)
+    if (bytesRead === 0) return null // shorter than its stat said
+    hasher.update(buffer.subarray(0, bytesRead))
+    position += bytesRead
+  }
+  // Re-stat: a write while we were reading changes the size or the mtime.
+  if (!sameFile(await handle.stat(), file.stat)) return null
+  return hasher.digest()
+}
+
+/**
+ * Hash a file (or the inclusive `range` of it) by streaming it once through
+ * a reused buffer. Returns null when the file cannot be read or when its stat,
+ * taken on the open descriptor before and after reading, is not `file.stat`:
+ * the bytes read are then not the version of the file the caller meant.
+ */
+export async function hashFile (
+  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null, openFile: OpenFile = openForReading
+): Promise<DigestResults | null> {
+  let handle: FileHandle
+  try {
+    handle = await openFile(file.path)
+  } catch {
+    return null
+  }
+  const digests = await readDigests(handle, file, algorithms, range).catch(() => null)
+  await handle.close()
+  return digests
+}
+
+function identityKey (file: StaticFile): string {
+  const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
+  return `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
+}
+
+interface Entry {
+  readonly stat: FileStat
+  readonly digests: DigestResults
+}
+
+/** Set `key` as the most recently used entry of `map`, evicting the least recently used beyond `max`. */
+function touch<V> (map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key)
+  map.set(key, value)
+  while (map.size > max) map.delete(map.keys().next().value as string)
+}
+
+/** Background passes that run at once; the others wait for one to end. */
+const BACKGROUND_PASSES = 2
+
+export interface FileCacheOptions {
+  /** Hash what is not known in the background and answer without it, instead of waiting (`fileHashing: 'background'`). */
+  readonly background?: boolean
+  /** Take digests from the files' sidecars (lib/core/sidecars.ts), each checked by a background pass. */
+  readonly sidecars?: boolean
+  /** Told of a sidecar that did not match its file (the file's digests replace it). */
+  readonly wrongSidecar?: (path: string) => void
+  readonly hash?: HashFile
+}
+
+interface Found {
+  readonly out: DigestResults
+  readonly waits: Array<[DigestAlgorithm, Promise<Buffer | null>]>
+  readonly missing: DigestAlgorithm[]
+}
+
+/**
+ * Digests of whole files, least recently used first out. One entry per
+ * path, holding the digests computed for one version of the file (a newer
+ * version replaces it), so `maxEntries` bounds the memory whatever the files'
+ * sizes: a path and at most one digest per algorithm each. 0 keeps nothing
+ * (every request hashes; concurrent ones still share a pass).
+ *
+ * Background passes (for `background`, and the check of every sidecar used)
+ * run BACKGROUND_PASSES at a time, and at most `maxEntries` wait: past that,
+ * none is started (a later request asks again), so requests that are
+ * answered at once cannot pile up passes, each holding a file and a buffer.
+ */
+export class FileDigestCache {
+  readonly #max: number
+  readonly #hash: HashFile
+  readonly #background: boolean
+  readonly #sidecars: boolean
+  readonly #wrongSidecar: (path: string) => void
+  readonly #entries = new Map<string, Entry>()
+  /** Hashing passes under way, by file version, then algorithm. */
+  readonly #pending = new Map<string, Map<DigestAlgorithm, Promise<Buffer | null>>>()
+  /** ETag-based lookups for HEAD without staticHeaders: alias → path. */
+  readonly #aliases = new Map<string, string>()
+  /** File versions whose sidecars turned out wrong: never read again. */
+  readonly #wrong = new Map<string, true>()
+  #running = 0
+  readonly #queue: Array<() => void> = []
+
+  constructor (maxEntries: number, options: FileCacheOptions = {}) {
+    this.#max = maxEntries
+    this.#hash = options.hash ?? hashFile
+    this.#background = options.background ?? false
+    this.#sidecars = options.sidecars ?? false
+    this.#wrongSidecar = options.wrongSidecar ?? (() => {})
+  }
+
+  get size (): number {
+    return this.#entries.size
+  }
+
+  #entry (file: StaticFile): Entry | null {
+    const entry = this.#entries.get(file.path)
+    if (entry === undefined || !sameFile(entry.stat, file.stat)) return null
+    touch(this.#entries, file.path, entry, this.#max)
+    return entry
+  }
+
+  #store (file: StaticFile, digests: DigestResults): void {
+    const entry = this.#entries.get(file.path)
+    if (entry !== undefined && sameFile(entry.stat, file.stat)) {
+      for (const [a, v] of digests) entry.digests.set(a, v)
+      touch(this.#entries, file.path, entry, this.#max)
+    } else {
+      const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
+      touch(this.#entries, file.path, { stat: { dev, ino, size, mtimeMs, ctimeMs }, digests: new Map(digests) }, this.#max)
+    }
+  }
+
+  /** For each of `algorithms`: its cached digest, the pass under way that will give it, or neither. */
+  #find (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[]): Found {
+    const entry = this.#entry(file)
+    const pending = this.#pending.get(key)
+    const found: Found = { out: new Map(), waits: [], missing: [] }
+    for (const a of algorithms) {
+      const v = entry?.digests.get(a)
+      const p = pending?.get(a)
+      if (v !== undefined) found.out.set(a, v)
+      else if (p !== undefined) found.waits.push([a, p])
+      else found.missing.push(a)
+    }
+    return found
+  }
+
+  /** `run` now, or, in the background, when a slot is free; null when too many wait already. */
+  #schedule (run: () => Promise<DigestResults | null>, background: boolean): Promise<DigestResults | null> | null {
+    if (!background) return run()
+    if (this.#queue.length >= this.#max) return null
+    return new Promise((resolve) => {
+      const start = (): void => {
+        this.#running++
+        run().then(resolve, () => resolve(null)).finally(() => {
+          this.#running--
+          this.#queue.shift()?.()
+        })
+      }
+      if (this.#running < BACKGROUND_PASSES) start()
+      else this.#queue.push(start)
+    })
+  }
+
+  /**
+   * One hashing pass over this version of the file for `algorithms`, which
+   * requests share until it ends; its result is kept. `claimed`: digests
+   * read from sidecars, which the result checks (and replaces). Null when a
+   * background pass could not be started.
+   */
+  #pass (
+    file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null
+  ): Promise<DigestResults | null> | null {
+    const hashing = this.#schedule(() => this.#hash(file, algorithms), background)
+    if (hashing === null) return null
+    const passes = this.#pending.get(key) ?? new Map<DigestAlgorithm, Promise<Buffer | null>>()
+    this.#pending.set(key, passes)
+    const pass = hashing.then((result) => {
+      for (const a of algorithms) passes.delete(a)
+      if (passes.size === 0) this.#pending.delete(key)
+      if (result === null) {
+        // This version could not be read to the end: what its sidecars claim stays unchecked.
+        if (claimed !== null) this.drop(file.path)
+        return null
+      }
+      if (claimed !== null && algorithms.some((a) => !(claimed.get(a) as Buffer).equals(result.get(a) as Buffer))) {
+        touch(this.#wrong, key, true, this.#max)
+        this.#wrongSidecar(file.path)
+      }
+      this.#store(file, result)
+      return result
+    })
+    for (const a of algorithms) passes.set(a, pass.then((result) => result === null ? null : result.get(a) as Buffer))
+    return pass
+  }
+
+  /** Keep what the file's sidecars give for `algorithms`, if they give all of them and a pass can check them. */
+  async #readSidecars (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[]): Promise<void> {
+    if (this.#wrong.has(key)) return
+    const claimed = await readSidecars(file.path, file.stat.ctimeMs, algorithms)
+    // Only what is still missing once read (concurrent requests read the same sidecars).
+    if (claimed === null || this.#find(file, key, algorithms).missing.length < algorithms.length) return
+    if (this.#pass(file, key, algorithms, true, claimed) !== null) this.#store(file, claimed)
+  }
+
+  /** The cached digests of this version of the file for every one of `algorithms`, else null. */
+  cached (file: StaticFile, algorithms: readonly DigestAlgorithm[]): DigestResults | null {
+    const { out } = this.#find(file, identityKey(file), algorithms)
+    return out.size === algorithms.length ? out : null
+  }
+
+  /**
+   * The digests of this version of the file for `algorithms`: cached ones,
+   * ones a pass under way will produce, those its sidecars give, and one new
+   * pass for the rest. Null when the file is not (or no longer) that
+   * version; in the background mode, also when any is not known yet (the
+   * pass then runs in the background).
+   */
+  async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
+    const key = identityKey(file)
+    let found = this.#find(file, key, algorithms)
+    if (found.missing.length > 0) {
+      if (this.#sidecars) await this.#readSidecars(file, key, found.missing)
+      const { missing } = this.#find(file, key, algorithms)
+      if (missing.length > 0) this.#pass(file, key, missing, this.#background, null)
+      found = this.#find(file, key, algorithms)
+    }
+    const { out, waits } = found
+    if (this.#background) return out.size === algorithms.length ? out : null
+    for (const [a, p] of waits) {
+      const v = await p
+      if (v === null) return null
+      out.set(a, v)
+    }
+    return out
+  }
+
+  /** Cached digests only, or computed ones too. */
+  async lookup (file: StaticFile, algorithms: readonly DigestAlgorithm[], cachedOnly: boolean): Promise<DigestResults | null> {
+    return cachedOnly ? this.cached(file, algorithms) : await this.digests(file, algorithms)
+  }
+
+  /** Forget the digests of `path`: the bytes sent did not match them. */
+  drop (path: string): void {
+    this.#entries.delete(path)
+  }
+
+  remember (alias: string, path: string): void {
+    touch(this.#aliases, alias, path, this.#max)
+  }
+
+  recall (alias: string): string | null {
+    const path = this.#aliases.get(alias)
+    if (path === undefined) return null
+    touch(this.#aliases, alias, path, this.#max)
+    return path
+  }
+}

@@ -1,0 +1,217 @@
+// Helpers for the hardening tests (hostile input, resource limits, faults):
+// a node:http client that keeps the bytes exactly as received, a checker
+// that recomputes every digest field of a response from those bytes, a spy
+// counting what the plugin hashes, and leak probes.
+import { createHash } from 'node:crypto'
+import { readdirSync } from 'node:fs'
+import { request as httpRequest, type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
+import type { FastifyInstance } from 'fastify'
+import type { DigestAlgorithm, Digester } from '../../types/index'
+import algorithms = require('../../lib/core/algorithms')
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+export interface Received {
+  status: number
+  headers: IncomingHttpHeaders
+  trailers: Record<string, string | undefined>
+  /** The content as received: after transfer coding, before content coding. */
+  body: Buffer
+}
+
+export interface Fetch {
+  method?: string
+  path: string
+  headers?: OutgoingHttpHeaders
+  body?: Buffer | string
+  agent?: Agent
+}
+
+/** One request over a real connection; resolves with everything received. */
+export function fetchRaw (port: number, { method = 'GET', path, headers = {}, body, agent }: Fetch): Promise<Received> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent: agent ?? false }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('error', reject)
+      res.on('end', () => resolve({
+        status: res.statusCode as number,
+        headers: res.headers,
+        trailers: res.trailers,
+        body: Buffer.concat(chunks)
+      }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+const NODE_HASHES: Record<string, string> = { 'sha-256': 'sha256', 'sha-512': 'sha512' }
+
+/** Members of a digest field value (`alg=:b64:`, comma separated), parsed independently of the plugin. */
+export function members (value: unknown): Array<[string, string]> {
+  if (typeof value !== 'string') return []
+  return value.split(',').map((m) => {
+    const match = /^\s*([a-z0-9-]+)=:([A-Za-z0-9+/=]*):\s*$/.exec(m)
+    if (match === null) throw new Error(`unexpected digest member ${JSON.stringify(m)}`)
+    return [match[1] as string, match[2] as string]
+  })
+}
+
+export function b64 (bytes: Buffer, algorithm: string): string {
+  const name = NODE_HASHES[algorithm]
+  if (name === undefined) throw new Error(`no independent implementation of ${algorithm}`)
+  return createHash(name).update(bytes).digest('base64')
+}
+
+function decoded (body: Buffer, encoding: unknown): Buffer {
+  try {
+    return decodeAs(body, encoding)
+  } catch {
+    // fastify's error after a compressed stream failed before its first
+    // byte keeps the stream's `content-encoding: gzip` on an uncoded body
+    // (as without this plugin: @fastify/compress does not code a reply that
+    // already names a coding). The digests then rightly describe the bytes.
+    return body
+  }
+}
+
+function decodeAs (body: Buffer, encoding: unknown): Buffer {
+  switch (encoding) {
+    case undefined: return body
+    case 'gzip': return gunzipSync(body)
+    case 'deflate': return inflateSync(body)
+    case 'br': return brotliDecompressSync(body)
+    default: throw new Error(`unexpected content-encoding ${String(encoding)}`)
+  }
+}
+
+export interface Checked {
+  /** How many digest members were recomputed and matched. */
+  checked: number
+  /** Members that did not match the bytes (field, algorithm). */
+  wrong: string[]
+}
+
+/**
+ * Recompute every Content-Digest / Repr-Digest member of a completed
+ * response, header or trailer, from the bytes received: Content-Digest over
+ * the content as received, Repr-Digest (default mode) over it decoded, for a
+ * 200. `whole` is the representation when the response is a part (206).
+ */
+export function checkDigests (res: Received, whole?: Buffer): Checked {
+  const out: Checked = { checked: 0, wrong: [] }
+  const fields: Array<[string, Buffer | null]> = [
+    ['content-digest', res.body],
+    ['repr-digest', res.status === 206 ? whole ?? null : res.status === 406 ? null : decoded(res.body, res.headers['content-encoding'])]
+  ]
+  for (const [field, bytes] of fields) {
+    for (const value of [res.headers[field], res.trailers[field]]) {
+      for (const [algorithm, digest] of members(value)) {
+        if (bytes === null) continue
+        if (b64(bytes, algorithm) === digest) out.checked++
+        else out.wrong.push(`${field} ${algorithm}`)
+      }
+    }
+  }
+  return out
+}
+
+export function connections (app: FastifyInstance): Promise<number> {
+  return new Promise((resolve, reject) => app.server.getConnections((err, n) => err ? reject(err) : resolve(n)))
+}
+
+/** Open file descriptors of this process (Linux), or -1 where /proc is not there. */
+export function openFiles (): number {
+  try {
+    return readdirSync('/proc/self/fd').length
+  } catch {
+    /* c8 ignore next -- only off Linux */
+    return -1
+  }
+}
+
+/** Active handles and requests by type, e.g. { TCPSocketWrap: 2, Timeout: 1 }. */
+export function activeResources (): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const type of process.getActiveResourcesInfo()) out[type] = (out[type] ?? 0) + 1
+  return out
+}
+
+let gcFunction: (() => void) | null = null
+
+/** Heap used after a full garbage collection. */
+export async function heapAfterGc (): Promise<number> {
+  if (gcFunction === null) {
+    setFlagsFromString('--expose-gc')
+    gcFunction = runInNewContext('gc') as () => void
+  }
+  for (let i = 0; i < 3; i++) {
+    gcFunction()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  return process.memoryUsage().heapUsed
+}
+
+/** What the plugin hashed while a spy was installed, by algorithm. */
+export interface HashSpy {
+  /** Bytes fed to incremental digesters plus bytes given to one-shot digests. */
+  bytes: Map<string, number>
+  /** Incremental digesters that were fed data, plus one-shot digests computed. */
+  passes: Map<string, number>
+  reset (): void
+  restore (): void
+}
+
+/**
+ * Count every hash the plugin computes, through the exports of
+ * lib/algorithms (the plugin's modules call them through the module object,
+ * so replacing the exports is seen everywhere; nothing of fastify is mocked).
+ */
+export function spyHashing (): HashSpy {
+  const target = algorithms as unknown as {
+    createDigester: typeof algorithms.createDigester
+    computeDigest: typeof algorithms.computeDigest
+  }
+  const { createDigester, computeDigest } = target
+  const bytes = new Map<string, number>()
+  const passes = new Map<string, number>()
+  const add = (map: Map<string, number>, key: string, n: number): void => { map.set(key, (map.get(key) ?? 0) + n) }
+  const length = (data: Buffer | Uint8Array | string): number => typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
+  target.createDigester = (algorithm: DigestAlgorithm): Digester => {
+    const inner = createDigester(algorithm)
+    let fed = false
+    const counted: Digester = {
+      algorithm,
+      update (data) {
+        if (!fed) add(passes, algorithm, 1)
+        fed = true
+        add(bytes, algorithm, length(data))
+        inner.update(data)
+        return counted
+      },
+      digest: () => inner.digest()
+    }
+    return counted
+  }
+  target.computeDigest = (algorithm: DigestAlgorithm, data: Buffer | Uint8Array | string): Buffer => {
+    add(passes, algorithm, 1)
+    add(bytes, algorithm, length(data))
+    return computeDigest(algorithm, data)
+  }
+  return {
+    bytes,
+    passes,
+    reset () {
+      bytes.clear()
+      passes.clear()
+    },
+    restore () {
+      target.createDigester = createDigester
+      target.computeDigest = computeDigest
+    }
+  }
+}

@@ -1,0 +1,42 @@
+// A route-level onRequest hook of the application's answers before fastify
+// reads the body (a cache hit, a redirect): the route's preParsing hooks
+// never run. A success still waits for the body to be read and checked, as
+// any success sent before the body's end does, and is never left hanging.
+import { test } from 'tap'
+import { gzipSync } from 'node:zlib'
+import type { FastifyInstance } from 'fastify'
+import type { FastifyDigestFieldsOptions } from '../../../types/index'
+import { sf } from './request-helpers'
+import { assertProblem, json, serve, TRANSPORTS, type TapTest } from './upload-helpers'
+
+const BODY = Buffer.alloc(100 * 1024, 'b')
+
+async function earlyAnswer (t: TapTest, transport: 'h1' | 'h2', opts: FastifyDigestFieldsOptions = {}) {
+  return await serve(t, transport, opts, async (app: FastifyInstance) => {
+    app.post('/early', {
+      onRequest: async (request, reply) => reply.send({ early: true, verification: request.digestVerification })
+    }, async () => ({ handler: true }))
+  })
+}
+
+for (const transport of TRANSPORTS) {
+  test(`${transport}: a success sent from a route's onRequest hook waits for the body's check`, { timeout: 15000 }, async (t) => {
+    const { send } = await earlyAnswer(t, transport)
+    const headers = (digest: string): Record<string, string> => ({ 'content-type': 'application/octet-stream', 'content-digest': digest })
+    const ok = await send({ path: '/early', headers: headers(sf(BODY)), body: [BODY.subarray(0, 50000), BODY.subarray(50000)], delay: 20 })
+    t.equal(ok.status, 200)
+    t.same(json(ok), { early: true, verification: { verified: false, reason: 'unread', fields: [] } }, 'the hook read the verification before the body arrived')
+    const bad = await send({ path: '/early', headers: headers(sf('another body')), body: [BODY.subarray(0, 50000), BODY.subarray(50000)], delay: 20 })
+    assertProblem(t, bad, 'FST_DIGEST_MISMATCH')
+  })
+
+  test(`${transport}: a default-mode Repr-Digest of a coding nothing decodes, answered from onRequest: 415, not a hang`, { timeout: 15000 }, async (t) => {
+    const { send } = await earlyAnswer(t, transport)
+    const coded = gzipSync(BODY)
+    const res = await send({ path: '/early', headers: { 'content-type': 'application/octet-stream', 'content-encoding': 'compress', 'repr-digest': sf(BODY) }, body: [coded] })
+    assertProblem(t, res, 'FST_DIGEST_UNSUPPORTED_ENCODING', 415)
+    // A coding decoded on the side is checked over the decoded bytes.
+    const gz = await send({ path: '/early', headers: { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip', 'repr-digest': sf(BODY) }, body: [coded] })
+    t.equal(gz.status, 200)
+  })
+}

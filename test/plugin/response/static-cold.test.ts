@@ -1,0 +1,211 @@
+// A cold cache with the real @fastify/static: `fileHashing: 'background'`
+// answers at once without the whole-file digests and hashes the file for
+// later requests; `fileSidecars` takes them from checksum files written
+// after the file (as sha256sum prints them), each checked against the file
+// in the background. A sidecar older than its file is never read; a wrong
+// one never ends a GET cleanly, and is replaced by the file's own digests.
+import { test } from 'tap'
+import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { request as httpRequest } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import fastifyStatic from '@fastify/static'
+import type { FastifyInstance } from 'fastify'
+import type { DigestOmission, FastifyDigestFieldsOptions } from '../../../types/index'
+import digestFields = require('../../../lib/index')
+import { parseSidecar } from '../../../lib/core/sidecars'
+import { buildApp, sf, pattern, EMPTY_SHA256 } from '../../helpers'
+import { sleep } from '../../http2-helpers'
+
+interface Closeable { teardown (fn: () => unknown): void }
+
+interface Site {
+  app: FastifyInstance
+  dir: string
+  logs: string[]
+  omitted: Array<DigestOmission | null>
+  write (name: string, content: Buffer | string): void
+  disk (name: string): Buffer
+}
+
+async function site (t: Closeable, files: Record<string, Buffer | string>, digest: FastifyDigestFieldsOptions): Promise<Site> {
+  const dir = await mkdtemp(join(tmpdir(), 'digest-cold-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const write = (name: string, content: Buffer | string): void => writeFileSync(join(dir, name), content)
+  for (const [name, content] of Object.entries(files)) write(name, content)
+  const logs: string[] = []
+  const omitted: Array<DigestOmission | null> = []
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true, ...digest }, {
+    logger: { level: 'warn', stream: { write: (line: string) => { logs.push(line) } } }
+  })
+  app.addHook('onResponse', async (_req, reply) => { omitted.push(reply.digestsOmitted) })
+  await app.register(fastifyStatic, { root: dir, setHeaders: digestFields.staticHeaders })
+  return { app, dir, logs, omitted, write, disk: (name) => readFileSync(join(dir, name)) }
+}
+
+const hex = (data: Buffer | string, alg = 'sha256'): string => createHash(alg).update(data).digest('hex')
+
+/** HEAD until its Repr-Digest is there (the background pass ended), at most two seconds. */
+async function settled (app: FastifyInstance, url: string): Promise<unknown> {
+  for (let i = 0; i < 200; i++) {
+    const value = (await app.inject({ method: 'HEAD', url })).headers['repr-digest']
+    if (value !== undefined) return value
+    await sleep(10)
+  }
+  return undefined
+}
+
+test('fileHashing: \'background\': a cold file is answered at once without its whole-file digests, then hashed for later requests', async (t) => {
+  // Each request below is the first for its file (4 MiB: hashed long after the answer).
+  const big = pattern(4 * 1024 * 1024)
+  const { app, logs, omitted } = await site(t, { 'head.bin': big, 'part.bin': big, 'whole.bin': big }, { fileHashing: 'background', maxBufferSize: 1000 })
+  const head = await app.inject({ method: 'HEAD', url: '/head.bin' })
+  t.equal(head.statusCode, 200)
+  t.equal(head.headers['content-digest'], EMPTY_SHA256)
+  t.equal(head.headers['repr-digest'], undefined, 'not known yet: left out')
+  t.same(omitted.pop(), { reason: 'file-not-hashed', fields: ['Repr-Digest'] }, 'reply.digestsOmitted says why')
+  const part = await app.inject({ url: '/part.bin', headers: { range: 'bytes=0-9' } })
+  t.equal(part.statusCode, 206)
+  t.equal(part.headers['content-digest'], sf(big.subarray(0, 10)), 'the part\'s own digest does not wait')
+  t.equal(part.headers['repr-digest'], undefined)
+  t.same(omitted.pop(), { reason: 'file-not-hashed', fields: ['Repr-Digest'] })
+  const whole = await app.inject({ url: '/whole.bin', headers: { te: 'trailers' } })
+  t.ok(whole.rawPayload.equals(big))
+  t.equal(whole.trailers['content-digest'], sf(big), 'a 200 is hashed as it is sent')
+  t.equal(whole.headers['repr-digest'], undefined)
+  const warnings = logs.filter((l) => l.includes('file-not-hashed'))
+  t.equal(warnings.length, 2, 'one warning per route (@fastify/static\'s HEAD and GET) and reason')
+  t.match(warnings[0], /fileHashing: 'wait'/)
+
+  for (const name of ['head.bin', 'part.bin', 'whole.bin']) t.equal(await settled(app, `/${name}`), sf(big), `${name}: hashed in the background`)
+  const warm = await app.inject({ url: '/head.bin', headers: { range: 'bytes=0-9' } })
+  t.equal(warm.headers['repr-digest'], sf(big))
+  t.equal(omitted.pop(), null)
+  const get = await app.inject('/part.bin')
+  t.equal(get.headers['content-digest'], sf(big), 'now from the cache, as a header')
+  t.equal(get.headers['repr-digest'], sf(big))
+})
+
+test('fileHashing: \'background\': passes run two at a time, and at most fileCacheSize wait', async (t) => {
+  const names = Array.from({ length: 12 }, (_, i) => `f${i}.bin`)
+  const files = Object.fromEntries(names.map((n, i) => [n, pattern(200000 + i)]))
+  const { app, disk } = await site(t, files, { fileHashing: 'background', fileCacheSize: 3, reprDigest: true, contentDigest: false })
+  // Twelve cold files at once: two passes start, three wait, the rest are not started.
+  const first = await Promise.all(names.map((n) => app.inject({ method: 'HEAD', url: `/${n}` })))
+  t.ok(first.every((r) => r.headers['repr-digest'] === undefined), 'none known yet')
+  // Each one is hashed once a request finds a free place (three fit in the cache at once).
+  for (const n of names) t.equal(await settled(app, `/${n}`), sf(disk(n)), n)
+})
+
+test('parseSidecar: what sha256sum, sha512sum, shasum --tag and openssl dgst print, and nothing else', async (t) => {
+  const digest = createHash('sha256').update('x').digest()
+  const h = digest.toString('hex')
+  const good = [
+    h, `${h}\n`, `${h}\r\n`, h.toUpperCase(), `${h}  app.js\n`, `${h} *app.js\n`, `${h}  /var/www/app.js\n`,
+    `SHA256 (app.js) = ${h}\n`, `SHA2-256(app.js)= ${h}\n`
+  ]
+  for (const text of good) t.same(parseSidecar(text, 32), digest, JSON.stringify(text))
+  const bad = [
+    '', '\n', h.slice(2), `${h}00`, `${h}\n${h}\n`, `${h}\n\n`, `x${h}`, ` ${h}`, `${h.slice(1)}g`,
+    `${h}  app.js\nother`, `SHA256 (app.js) = ${h.slice(2)}`, `\\${h}  a\\nb\n`
+  ]
+  for (const text of bad) t.equal(parseSidecar(text, 32), null, JSON.stringify(text))
+  t.equal(parseSidecar(`${h}  app.js`, 64), null, 'a sha-256 digest is no sha-512 one')
+})
+
+test('fileSidecars: digests from checksum files written after the file, answered at once', async (t) => {
+  const app1 = 'console.log("app")\n'.repeat(100)
+  const { app, write, logs } = await site(t, { 'app.js': app1, 'lib.js': 'lib', 'raw.js': 'raw', 'bsd.js': 'bsd' }, {
+    fileHashing: 'background', fileSidecars: true, reprDigest: ['sha-256', 'sha-512']
+  })
+  // Written after their files: sha256sum and sha512sum output, hex alone, the BSD form.
+  write('app.js.sha256', `${hex(app1)}  app.js\n`)
+  write('app.js.sha512', `${hex(app1, 'sha512')}  app.js\n`)
+  write('lib.js.sha256', hex('lib'))
+  write('bsd.js.sha256', `SHA256 (bsd.js) = ${hex('bsd')}\n`)
+  write('bsd.js.sha512', `SHA512 (bsd.js) = ${hex('bsd', 'sha512')}\n`)
+  const head = await app.inject({ method: 'HEAD', url: '/app.js' })
+  t.equal(head.headers['repr-digest'], `${sf(app1)}, ${sf(app1, 'sha-512')}`, 'cold, yet known at once')
+  const get = await app.inject({ url: '/app.js', headers: { range: 'bytes=0-4' } })
+  t.equal(get.headers['repr-digest'], `${sf(app1)}, ${sf(app1, 'sha-512')}`)
+  t.equal(get.headers['content-digest'], sf(app1.slice(0, 5)))
+  const bsd = await app.inject({ method: 'HEAD', url: '/bsd.js' })
+  t.equal(bsd.headers['repr-digest'], `${sf('bsd')}, ${sf('bsd', 'sha-512')}`)
+  const one = await app.inject({ method: 'HEAD', url: '/lib.js', headers: { 'want-repr-digest': 'sha-256=1' } })
+  t.equal(one.headers['repr-digest'], sf('lib'), 'the algorithms asked for have sidecars')
+  const both = await app.inject({ method: 'HEAD', url: '/raw.js' })
+  t.equal(both.headers['repr-digest'], undefined, 'no sidecar: hashed in the background')
+  t.equal(await settled(app, '/raw.js'), `${sf('raw')}, ${sf('raw', 'sha-512')}`)
+  t.equal(await settled(app, '/lib.js'), `${sf('lib')}, ${sf('lib', 'sha-512')}`, 'sha-512 has no sidecar: hashed')
+  await sleep(50)
+  t.notOk(logs.some((l) => l.includes('does not match')), 'every sidecar checked, none wrong')
+})
+
+test('fileSidecars: a sidecar older than its file, or not one, is not read', async (t) => {
+  const { app, dir, write, disk } = await site(t, { 'a.js': 'version 1' }, { fileSidecars: true, reprDigest: true })
+  write('a.js.sha256', `${hex('version 1')}  a.js\n`)
+  await sleep(20)
+  write('a.js', 'version 2') // after its sidecar: the sidecar is of an earlier version
+  t.equal((await app.inject({ method: 'HEAD', url: '/a.js' })).headers['repr-digest'], sf(disk('a.js')), 'stale sidecar: the file is hashed')
+  const get = await app.inject('/a.js')
+  t.equal(get.statusCode, 200)
+  t.equal(get.headers['repr-digest'], sf('version 2'))
+
+  // Not sidecars: a directory, a FIFO (never waited on), too large, two lines, another digest's length.
+  write('b.js', 'b')
+  mkdirSync(join(dir, 'b.js.sha256'))
+  write('c.js', 'c')
+  execFileSync('mkfifo', [join(dir, 'c.js.sha256')])
+  const wrong = createHash('sha256').update('wrong').digest('hex')
+  const texts: Record<string, string> = { d: `${wrong}  ${'d'.repeat(1100)}`, e: `${wrong}\n${wrong}\n`, f: wrong.slice(4) }
+  for (const [name, text] of Object.entries(texts)) {
+    write(`${name}.js`, name)
+    write(`${name}.js.sha256`, text)
+  }
+  for (const name of ['b', 'c', 'd', 'e', 'f']) {
+    const res = await app.inject({ method: 'HEAD', url: `/${name}.js` })
+    t.equal(res.headers['repr-digest'], sf(name), `${name}: hashed`)
+  }
+})
+
+/** A GET over a real connection: whether it ended cleanly, and its head. */
+function get (port: number, path: string): Promise<{ complete: boolean, headers: Record<string, unknown>, body: Buffer }> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ port, host: '127.0.0.1', path }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('error', () => {})
+      res.on('close', () => resolve({ complete: res.complete, headers: res.headers, body: Buffer.concat(chunks) }))
+    })
+    req.on('error', () => resolve({ complete: false, headers: {}, body: Buffer.alloc(0) }))
+    req.end()
+  })
+}
+
+test('fileSidecars: a wrong sidecar written after its file never ends a GET cleanly, and is replaced once checked', async (t) => {
+  for (const fileHashing of ['wait', 'background'] as const) {
+    const content = 'the real file\n'.repeat(50)
+    const { app, write, logs } = await site(t, { 'w.js': content }, { fileHashing, fileSidecars: true, reprDigest: true })
+    const lie = hex('another file')
+    write('w.js.sha256', `${lie}  w.js\n`)
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (app.server.address() as { port: number }).port
+    const first = await get(port, '/w.js')
+    t.notOk(first.complete, `${fileHashing}: the wrong digest went out, so the response was cut off`)
+    t.notOk(first.body.equals(Buffer.from(content)), `${fileHashing}: not every byte`)
+    t.ok(logs.some((l) => l.includes('FST_DIGEST_FILE_CHANGED')))
+    // The background check of the sidecar replaces it with the file's own digest.
+    for (let i = 0; i < 200 && !logs.some((l) => l.includes('does not match its file')); i++) await sleep(10)
+    t.ok(logs.some((l) => l.includes('a sidecar checksum does not match its file')), `${fileHashing}: logged`)
+    t.equal(await settled(app, '/w.js'), sf(content))
+    const next = await get(port, '/w.js')
+    t.ok(next.complete, `${fileHashing}: then clean`)
+    t.equal(next.headers['repr-digest'], sf(content))
+    t.equal(next.headers['content-digest'], sf(next.body))
+    const head = await app.inject({ method: 'HEAD', url: '/w.js' })
+    t.equal(head.headers['repr-digest'], sf(content), `${fileHashing}: that sidecar is not read again`)
+  }
+})
