@@ -1,8 +1,8 @@
 // fastify-digest-fields: HTTP Digest Fields (RFC 9530) for Fastify.
 // The entry wires the pieces: options validated once, decorators, an onRoute
 // hook that reads the `digest` route option and attaches the route-level
-// hooks of the response and request concerns, and the check that names the
-// routes declared before the plugin was loaded (lib/plugin/route-coverage.ts).
+// hooks of the response and request concerns. Like @fastify/compress, it
+// reaches only the routes declared after it is loaded (README, "Registration").
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
@@ -18,7 +18,6 @@ import { parseDigestField, serializeDigestField, parseWantField, serializeWantFi
 import { selectAlgorithms } from './core/negotiation'
 import { verifyDigests } from './core/compare'
 import { staticHeaders } from './plugin/response/static-files'
-import { watchRouteCoverage } from './plugin/route-coverage'
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
   // avvio does not catch what a callback plugin throws (avvio 9.3.1
@@ -51,17 +50,12 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
     installRequestVerification(fastify)
   ]
 
-  const coverageMark = watchRouteCoverage(fastify)
-
   fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
     const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
     const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
-    if (routeParams === null) {
-      placeHooks(routeOptions, [coverageMark])
-      return
-    }
+    if (routeParams === null) return
     routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
-    placeHooks(routeOptions, [coverageMark, ...installers.map((installer) => installer.onRoute(routeOptions, routeParams))])
+    placeHooks(routeOptions, [...installers.map((installer) => installer.onRoute(routeOptions, routeParams))])
   })
 }
 
