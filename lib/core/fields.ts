@@ -22,13 +22,11 @@
 //   an integral value: `sha-256=10.0` is a Decimal. structured-headers returns
 //   a JS number for both, so where an Integer is required (Want-* weights,
 //   unixsum/unixcksum values) the member's type is read back from the field
-//   text (lib/core/sf-decimals.ts), and a Decimal is refused like any other wrong
-//   type.
+//   text (decimalMembers), and a Decimal is refused like any other wrong type.
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, computeDigestBase64, isDigestAlgorithm } from './algorithms'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
-import { decimalMembers } from './sf-decimals'
 
 // unixsum and unixcksum may travel as Integers (the default serialization):
 // their fixed width in octets, big-endian (RFC 9530 §5, Appendix D).
@@ -73,6 +71,30 @@ function combineLines (value: unknown, separator: string): string | null {
     combined = combined === '' ? trimmed : combined + separator + trimmed
   }
   return combined === '' ? null : combined
+}
+
+// Where a String, Display String or Byte Sequence starts, or a Token (which
+// may hold ":" and "/", RFC 8941 §3.3.4), so that the "," "." and ":" inside
+// them are skipped (RFC 8941 §4.2.5–§4.2.7, RFC 9651 §4.2.10).
+const OPAQUE = /%"[^"]*"|"(?:[^"\\]|\\.)*"|[A-Za-z*][\w!#$%&'*+.^`|~:/-]*|:[^:]*:/g
+// A member: its key and, after "=", its bare item up to parameters or the next member.
+const MEMBER = /(?:^|,)[ \t]*([a-z*][a-z0-9_.*-]*)(?:=([^,;]*))?/g
+
+/**
+ * The keys of a Dictionary (one that structured-headers parsed) whose value
+ * is a Decimal: any number with a "." (RFC 8941 §3.3.2, §4.2.4), which
+ * structured-headers returns as a JS number just like an Integer. The last
+ * member of a key counts, as in the parsed Dictionary (RFC 8941 §4.2.2).
+ */
+export function decimalMembers (input: string): Set<string> {
+  const decimals = new Set<string>()
+  if (!input.includes('.')) return decimals
+  const plain = input.replace(OPAQUE, (item) => '"%:'.includes(item.charAt(0)) ? '""' : item)
+  for (const [, key, value] of plain.matchAll(MEMBER)) {
+    if (value !== undefined && /^-?\d+\./.test(value)) decimals.add(key as string)
+    else decimals.delete(key as string)
+  }
+  return decimals
 }
 
 function integerOctets (value: number, width: number): Buffer {

@@ -1,10 +1,10 @@
-// decimalMembers(): which Dictionary members are Decimals (RFC 8941 §3.3.2),
+// decimalMembers() (lib/core/fields.ts): which Dictionary members are Decimals (RFC 8941 §3.3.2),
 // checked on a table and on generated Dictionaries whose member types are
 // known, next to what structured-headers makes of the same text.
 import { test } from 'tap'
 import fc from 'fast-check'
 import { parseDictionary } from 'structured-headers'
-import { decimalMembers } from '../../lib/core/sf-decimals'
+import { decimalMembers } from '../../lib/core/fields'
 
 const TABLE: Array<[string, string, string[]]> = [
   ['no dot: fast path', 'a=1, b=2', []],
