@@ -1,231 +1,150 @@
-// The RFC 9530 §5 algorithm registry and the hashing behind each key. This
-// module is pure: it does not import fastify or structured-headers.
+// The RFC 9530 §5 algorithm registry and the hashing behind each key.
 //
-// Every digest is returned as raw octets, because that is what a Byte Sequence
-// carries (RFC 9530 §2, §3, Appendix D: "running the output bytes through Byte
-// Sequence serialization"). The four checksums become big-endian, fixed-width
-// octets: 2 for unixsum, 4 for unixcksum, adler and crc32c. The Appendix D
-// samples decide this (unixsum `GQU=` is 0x1905 = 6405). The RFC does not
-// state the width, but fixed width is the only reading under which values
-// with leading zero octets (e.g. unixsum of empty input, `AAA=`) stay
-// well-defined.
+// Digests are raw octets, what a Byte Sequence carries (RFC 9530 §2, §3,
+// Appendix D). The checksums become big-endian octets of a fixed width (2 for
+// unixsum, 4 for the others): the RFC does not state the width, but Appendix
+// D's vectors keep leading zero octets (unixsum `GQU=` is 6405; of empty
+// input, `AAA=`).
 import { createHash, hash, type Hash } from 'node:crypto'
 import type { ALGORITHMS as PublicAlgorithms, DigestAlgorithm, Digester } from '../../types/index'
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from './errors'
 import { adler32, bsdSum, cksumFinish, cksumUpdate, crc32c } from './checksums'
 
-type AlgorithmInfo = typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer Info> ? Info : never
+type Status = (typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer Info> ? Info : never)['status']
 type Data = Buffer | Uint8Array | string
 
-/** How a key is computed: a node:crypto hash, or one of lib/core/checksums.ts. */
-type Implementation =
-  | { readonly kind: 'hash', readonly name: string }
-  | {
-    readonly kind: 'checksum'
-    /** The state before any data. */
-    readonly start: number
-    /** Folds a chunk into the state. */
-    readonly update: (data: Uint8Array, state: number) => number
-    /** State and total length in octets → the checksum's numeric value. */
-    readonly finish: (state: number, length: number) => number
-  }
-
-const identity = (state: number): number => state
-
-function nodeHash (name: string): Implementation {
-  return { kind: 'hash', name }
+/** A checksum: its state before any data, a chunk folded in, and state plus length → its value. */
+interface Checksum {
+  readonly start: number
+  readonly update: (data: Uint8Array, state: number) => number
+  readonly finish: (state: number, length: number) => number
 }
 
-function checksum (
-  start: number,
-  update: (data: Uint8Array, state: number) => number,
-  finish: (state: number, length: number) => number = identity
-): Implementation {
-  return { kind: 'checksum', start, update, finish }
-}
+interface Entry { readonly length: number, readonly hash?: string, readonly checksum?: Checksum }
+
+const done = (state: number): number => state
 
 // The IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5,
-// §7.2): key, status, digest length in octets, implementation. The order is
-// part of the API: sha-256 first (the usual default), then sha-512, then the
-// deprecated keys in registry order.
-const REGISTRY: ReadonlyArray<readonly [DigestAlgorithm, AlgorithmInfo['status'], number, Implementation]> = [
-  ['sha-256', 'active', 32, nodeHash('sha256')],
-  ['sha-512', 'active', 64, nodeHash('sha512')],
-  ['md5', 'deprecated', 16, nodeHash('md5')],
-  ['sha', 'deprecated', 20, nodeHash('sha1')], // `sha` is SHA-1 (RFC 3174)
-  ['unixsum', 'deprecated', 2, checksum(0, bsdSum)],
-  ['unixcksum', 'deprecated', 4, checksum(0, cksumUpdate, cksumFinish)],
-  ['adler', 'deprecated', 4, checksum(1, adler32)],
-  ['crc32c', 'deprecated', 4, checksum(0, crc32c)]
+// §7.2), in the order ALGORITHMS keeps: sha-256 first, then sha-512, then the
+// deprecated keys in registry order. `sha` is SHA-1 (RFC 3174).
+const REGISTRY: ReadonlyArray<readonly [DigestAlgorithm, Status, Entry]> = [
+  ['sha-256', 'active', { length: 32, hash: 'sha256' }],
+  ['sha-512', 'active', { length: 64, hash: 'sha512' }],
+  ['md5', 'deprecated', { length: 16, hash: 'md5' }],
+  ['sha', 'deprecated', { length: 20, hash: 'sha1' }],
+  ['unixsum', 'deprecated', { length: 2, checksum: { start: 0, update: bsdSum, finish: done } }],
+  ['unixcksum', 'deprecated', { length: 4, checksum: { start: 0, update: cksumUpdate, finish: cksumFinish } }],
+  ['adler', 'deprecated', { length: 4, checksum: { start: 1, update: adler32, finish: done } }],
+  ['crc32c', 'deprecated', { length: 4, checksum: { start: 0, update: crc32c, finish: done } }]
 ]
 
-/**
- * The registry keys in order (sha-256, sha-512, md5, sha, unixsum,
- * unixcksum, adler, crc32c), each mapped to a frozen `{ key, status, length }`.
- * `length` is the digest size in octets. The Map is read-only by type
- * (ReadonlyMap); only its entries are frozen at run time.
- */
-export const ALGORITHMS: typeof PublicAlgorithms = new Map(REGISTRY.map(([key, status, length]) =>
+/** The registry keys in order, each mapped to a frozen `{ key, status, length }` (length in octets). */
+export const ALGORITHMS: typeof PublicAlgorithms = new Map(REGISTRY.map(([key, status, { length }]) =>
   [key, Object.freeze({ key, status, length })]))
 
-interface Entry { readonly impl: Implementation, readonly length: number }
-const IMPLEMENTATIONS: ReadonlyMap<DigestAlgorithm, Entry> = new Map(REGISTRY.map(([key, , length, impl]) =>
-  [key, { impl, length }]))
+const ENTRIES: ReadonlyMap<DigestAlgorithm, Entry> = new Map(REGISTRY.map(([key, , entry]) => [key, entry]))
 
 /** True for the eight registry keys, compared exactly (keys are lowercase tokens). */
 export function isDigestAlgorithm (key: unknown): key is DigestAlgorithm {
-  return ALGORITHMS.has(key as DigestAlgorithm)
+  return ENTRIES.has(key as DigestAlgorithm)
 }
 
 function lookup (algorithm: DigestAlgorithm): Entry {
-  const entry = IMPLEMENTATIONS.get(algorithm)
+  const entry = ENTRIES.get(algorithm)
   if (entry === undefined) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(algorithm))
   return entry
 }
 
-/** Checksums work on bytes; strings are hashed as UTF-8, like node:crypto does. */
+/** Checksums work on bytes; strings are UTF-8, as node:crypto reads them. */
 function toBytes (data: Data): Uint8Array {
   if (typeof data === 'string') return Buffer.from(data, 'utf8')
   if (data instanceof Uint8Array) return data
   throw new TypeError('The data to digest must be a string, a Buffer or a Uint8Array')
 }
 
-/** A checksum's value as `width` big-endian octets (RFC 9530 Appendix D). */
 function toOctets (value: number, width: number): Buffer {
   const out = Buffer.allocUnsafe(width)
   out.writeUIntBE(value, 0, width)
   return out
 }
 
-// crypto.hash() (Node >= 20.12) skips the Hash object and is faster for
-// small payloads (about 15 % at 100 B, §8 of the notes). Its 'buffer' output
-// costs about 0.4 µs more per call than a latin1 ('binary') string turned back into
-// octets (Node 20; docs/benchmarks.md, "Changes"), which matters on
-// small responses; latin1 maps each octet to one code unit, so the round
-// trip is exact. On older Node 20 releases, fall back to createHash().
-const hashOnce: (name: string, data: Data) => Buffer = typeof hash === 'function'
-  ? (name, data) => Buffer.from(hash(name, data, 'binary'), 'binary')
-  : (name, data) => createHash(name).update(data).digest()
-
-// The same one-shot hash with base64 output, for a value that is only
-// serialized: no octets in between.
-const hashOnceBase64: (name: string, data: Data) => string = typeof hash === 'function'
-  ? (name, data) => hash(name, data, 'base64')
-  : (name, data) => createHash(name).update(data).digest('base64')
+// crypto.hash() (Node.js >= 20.12) skips the Hash object; its latin1 output
+// turned back into octets is exact (one code unit per octet) and cheaper than
+// its 'buffer' output (docs/benchmarks.md). Older Node.js 20: createHash().
+const hashOnce: (name: string, data: Data, encoding: 'binary' | 'base64') => string = typeof hash === 'function'
+  ? (name, data, encoding) => hash(name, data, encoding)
+  : (name, data, encoding) => createHash(name).update(data).digest(encoding)
 
 /**
- * computeDigest() as base64 (the content of a Byte Sequence), for a digest
- * that is only serialized: the node:crypto algorithms skip the octets.
- */
-export function computeDigestBase64 (algorithm: DigestAlgorithm, data: Data): string {
-  const { impl } = lookup(algorithm)
-  return impl.kind === 'hash' ? hashOnceBase64(impl.name, data) : computeDigest(algorithm, data).toString('base64')
-}
-
-/**
- * computeDigestBase64() for one algorithm, looked up once (per route)
- * instead of per call. Throws FST_DIGEST_UNKNOWN_ALGORITHM for keys outside
- * the registry.
- */
-export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
-  const { impl } = lookup(algorithm)
-  if (impl.kind !== 'hash') return (data) => computeDigest(algorithm, data).toString('base64')
-  const name = impl.name
-  return (data) => hashOnceBase64(name, data)
-}
-
-/**
- * Digest a whole payload at once. Returns the raw octets (see the top of the
- * file for the checksum encoding). Throws FST_DIGEST_UNKNOWN_ALGORITHM for
- * keys outside the registry, which are case-sensitive.
+ * Digest a whole payload at once, as raw octets. Throws
+ * FST_DIGEST_UNKNOWN_ALGORITHM for keys outside the registry (case-sensitive).
  */
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
-  const { impl, length } = lookup(algorithm)
-  if (impl.kind === 'hash') return hashOnce(impl.name, data)
+  const { length, hash, checksum } = lookup(algorithm)
+  if (checksum === undefined) return Buffer.from(hashOnce(hash as string, data, 'binary'), 'binary')
   const bytes = toBytes(data)
-  return toOctets(impl.finish(impl.update(bytes, impl.start), bytes.length), length)
+  return toOctets(checksum.finish(checksum.update(bytes, checksum.start), bytes.length), length)
+}
+
+/** computeDigest() as base64 (a Byte Sequence's content), with no octets in between for a hash. */
+export function computeDigestBase64 (algorithm: DigestAlgorithm, data: Data): string {
+  const { hash } = lookup(algorithm)
+  return hash === undefined ? computeDigest(algorithm, data).toString('base64') : hashOnce(hash, data, 'base64')
+}
+
+/** computeDigestBase64() for one algorithm, looked up once (per route) rather than per call. */
+export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
+  const { hash } = lookup(algorithm)
+  return hash === undefined
+    ? (data) => computeDigest(algorithm, data).toString('base64')
+    : (data) => hashOnce(hash, data, 'base64')
 }
 
 /**
- * The Digester contract. digest() finalises on the first call; later calls
- * return a new copy of the same octets, so callers may mutate what they get.
- * node:crypto's Hash throws on a second digest() instead. update() after
- * digest() throws an Error, for every algorithm.
+ * The Digester contract: digest() finalises on the first call and later calls
+ * return a new copy of the same octets (node:crypto's Hash throws instead);
+ * update() after digest() throws.
  */
-abstract class BaseDigester implements Digester {
+class IncrementalDigester implements Digester {
   readonly algorithm: DigestAlgorithm
+  readonly #entry: Entry
+  readonly #hash: Hash | null
+  #state: number
+  #length = 0
   #result: Buffer | null = null
 
-  constructor (algorithm: DigestAlgorithm) {
+  constructor (algorithm: DigestAlgorithm, entry: Entry) {
     this.algorithm = algorithm
+    this.#entry = entry
+    this.#hash = entry.hash === undefined ? null : createHash(entry.hash)
+    this.#state = entry.checksum?.start ?? 0
   }
 
-  protected abstract write (data: Data): void
-  protected abstract finish (): Buffer
-
   update (data: Data): this {
-    if (this.#result !== null) {
-      throw new Error(`The ${this.algorithm} digester cannot take more data after digest()`)
+    if (this.#result !== null) throw new Error(`The ${this.algorithm} digester cannot take more data after digest()`)
+    if (this.#hash !== null) {
+      this.#hash.update(data)
+    } else {
+      const bytes = toBytes(data)
+      this.#state = (this.#entry.checksum as Checksum).update(bytes, this.#state)
+      this.#length += bytes.length
     }
-    this.write(data)
     return this
   }
 
   digest (): Buffer {
-    this.#result ??= this.finish()
+    this.#result ??= this.#hash !== null
+      ? this.#hash.digest()
+      : toOctets((this.#entry.checksum as Checksum).finish(this.#state, this.#length), this.#entry.length)
     return Buffer.from(this.#result)
   }
 }
 
-class HashDigester extends BaseDigester {
-  readonly #hash: Hash
-
-  constructor (algorithm: DigestAlgorithm, name: string) {
-    super(algorithm)
-    this.#hash = createHash(name)
-  }
-
-  protected write (data: Data): void {
-    this.#hash.update(data)
-  }
-
-  protected finish (): Buffer {
-    return this.#hash.digest()
-  }
-}
-
-class ChecksumDigester extends BaseDigester {
-  readonly #impl: Extract<Implementation, { kind: 'checksum' }>
-  readonly #width: number
-  #state: number
-  #length = 0
-
-  constructor (algorithm: DigestAlgorithm, impl: Extract<Implementation, { kind: 'checksum' }>, width: number) {
-    super(algorithm)
-    this.#impl = impl
-    this.#width = width
-    this.#state = impl.start
-  }
-
-  protected write (data: Data): void {
-    const bytes = toBytes(data)
-    this.#state = this.#impl.update(bytes, this.#state)
-    this.#length += bytes.length
-  }
-
-  protected finish (): Buffer {
-    return toOctets(this.#impl.finish(this.#state, this.#length), this.#width)
-  }
-}
-
 /**
- * An incremental digester for one algorithm: feed chunks with update() (strings
- * are UTF-8), read the raw octets with digest(). Throws
+ * An incremental digester for one algorithm: chunks through update()
+ * (strings are UTF-8), the raw octets from digest(). Throws
  * FST_DIGEST_UNKNOWN_ALGORITHM for keys outside the registry.
  */
 export function createDigester (algorithm: DigestAlgorithm): Digester {
-  const { impl, length } = lookup(algorithm)
-  return impl.kind === 'hash'
-    ? new HashDigester(algorithm, impl.name)
-    : new ChecksumDigester(algorithm, impl, length)
+  return new IncrementalDigester(algorithm, lookup(algorithm))
 }

@@ -5,42 +5,7 @@
 // per-chunk allocation; lib/core/algorithms.ts turns the numbers into the
 // big-endian octets the fields carry.
 //
-// Own code or a library? Measured with benchmarks/checksums.js: 64 MiB fed in
-// 64 KiB chunks, MiB/s, median of 3 timed runs after a warm-up. The table
-// shows the median of five such runs. Node 20.20, x64 with 2 shared vCPUs. The
-// machine was busy, so single runs varied by up to ±40 %.
-//
-//   algorithm   this file          @node-rs/crc32    hash-wasm 4.13.0   SheetJS crc-32 1.2.2
-//                                  1.10.8 (native)   (WebAssembly)      / adler-32 1.3.1
-//   crc32c      888 (slice-by-8)   3749              1275               976 (slice-by-16)
-//   adler       1148               –                 1804               618
-//   unixcksum   860 (slice-by-8)   –                 –                  –
-//   unixsum     505                –                 –                  –
-//
-// For scale, node:crypto on the same machine and the same input:
-// sha-256 1150, sha-512 565, md5 538 and sha-1 1342 MiB/s.
-//
-// Decision: keep this zero-dependency code for all four.
-// * These algorithms are deprecated (RFC 9530 §5). They are used only when a
-//   server enables them and a client asks for them. Three of the four here
-//   already run faster than sha-512, an active algorithm, and BSD sum is
-//   level with it. The checksum is not what bounds a request.
-// * @node-rs/crc32 is the only clearly faster option: about 4x for crc32c
-//   here, more on other machines. It is actively released, but it is a
-//   native addon, built ahead of time for each of 13 platforms and missing
-//   on any other. It would also cover only one of the four algorithms.
-// * hash-wasm is maintained and about 1.5x faster. But its hashers are
-//   created asynchronously (56–89 µs each, per the notes), which does not fit
-//   the synchronous createDigester() and computeDigest().
-// * The SheetJS packages are about as fast for crc32c and slower for adler,
-//   and have not had a release since 2022.
-// * No library here covers BSD sum or POSIX cksum with its length suffix, so
-//   this file would exist anyway. crc32c and adler add about 60 lines to it,
-//   which is cheaper than a dependency.
-// Slice-by-16 measured about 10 % faster than slice-by-8 for crc32c, at twice
-// the table size (16 KiB). That is not worth it for a deprecated algorithm.
-// If crc32c throughput ever matters, @node-rs/crc32 could become an optional
-// dependency behind the same crc32c(data, previous) signature.
+// Own code rather than a library: docs/design.md ("Algorithms").
 
 /** A slice-by-8 lookup table: eight 256-entry slices in one buffer (8 KiB). */
 type SliceTables = [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]
@@ -151,10 +116,8 @@ export function cksumFinish (register: number, length: number): number {
 }
 
 const ADLER_BASE = 65521
-// zlib's NMAX (5552) is the longest run before b can overflow 32 unsigned bits.
-// This uses a shorter run: 3848 = 8 × 481, below the 3854 at which b, starting
-// from BASE - 1, could pass 2^31 - 1. The sums then stay int32 and V8 never
-// switches them to doubles. That measured ~1.7x faster than 5552.
+// zlib's NMAX (5552) keeps b within 32 unsigned bits; 3848 = 8 × 481 keeps it
+// below 2^31 from b = BASE - 1, so the sums stay V8 small integers.
 const ADLER_NMAX = 3848
 
 /**
@@ -199,9 +162,6 @@ export function adler32 (data: Uint8Array, previous = 1): number {
  * BSD `sum` (GNU `sum -r`, the historical Unix default): a 16-bit checksum,
  * rotated right by one bit before each byte is added. `previous` is the value
  * returned for the preceding chunk (0 to start). check("123456789") = 53615.
- * Each step depends on the previous rotation and carry, so this loop cannot
- * use tables or process several bytes at once. Unrolling it gave nothing
- * measurable.
  */
 export function bsdSum (data: Uint8Array, previous = 0): number {
   const n = data.length

@@ -344,7 +344,7 @@ test('data that is not a string, Buffer or Uint8Array is a TypeError', async (t)
 
 test('without crypto.hash (Node < 20.12), one-shot hashing falls back to createHash', async (t) => {
   const calls: string[] = []
-  const mocked = t.mockRequire('../lib/algorithms', {
+  const mocked = t.mockRequire('../../lib/core/algorithms', {
     'node:crypto': {
       ...crypto,
       hash: undefined,
