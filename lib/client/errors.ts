@@ -1,21 +1,2 @@
-// The client's error constructors, by code (exported as `clientErrors`).
-import type { DigestClientErrorCode } from '../../types/client'
-import {
-  FST_DIGEST_NOT_ACCEPTABLE,
-  FST_DIGEST_REQUEST_REJECTED,
-  FST_DIGEST_RESPONSE_INVALID_FIELD,
-  FST_DIGEST_RESPONSE_INVALID_VALUE,
-  FST_DIGEST_RESPONSE_MISMATCH,
-  FST_DIGEST_RESPONSE_MISSING,
-  FST_DIGEST_RESPONSE_UNCHECKED
-} from '../core/errors'
-
-export const clientErrors = {
-  FST_DIGEST_RESPONSE_MISMATCH,
-  FST_DIGEST_RESPONSE_INVALID_VALUE,
-  FST_DIGEST_RESPONSE_INVALID_FIELD,
-  FST_DIGEST_RESPONSE_MISSING,
-  FST_DIGEST_RESPONSE_UNCHECKED,
-  FST_DIGEST_REQUEST_REJECTED,
-  FST_DIGEST_NOT_ACCEPTABLE
-} as const satisfies Record<DigestClientErrorCode, unknown>
+// The client's error constructors, by code (exported as `clientErrors`; built in lib/core/errors.ts).
+export { clientErrors } from '../core/errors'
