@@ -68,36 +68,32 @@ function toOctets (value: number, width: number): Buffer {
   return out
 }
 
-// crypto.hash() (Node.js >= 20.12) skips the Hash object; its latin1 output
-// turned back into octets is exact (one code unit per octet) and cheaper than
-// its 'buffer' output (docs/benchmarks.md). Older Node.js 20: createHash().
-const hashOnce: (name: string, data: Data, encoding: 'binary' | 'base64') => string = typeof hash === 'function'
-  ? (name, data, encoding) => hash(name, data, encoding)
-  : (name, data, encoding) => createHash(name).update(data).digest(encoding)
-
 /**
  * Digest a whole payload at once, as raw octets. Throws
  * FST_DIGEST_UNKNOWN_ALGORITHM for keys outside the registry (case-sensitive).
+ * crypto.hash() (Node.js 20.12 on, hence `engines`) skips the Hash object; its
+ * latin1 output turned back into octets is exact (one code unit per octet) and
+ * cheaper than its 'buffer' output (docs/benchmarks.md).
  */
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
-  const { length, hash, checksum } = lookup(algorithm)
-  if (checksum === undefined) return Buffer.from(hashOnce(hash as string, data, 'binary'), 'binary')
+  const { length, hash: name, checksum } = lookup(algorithm)
+  if (checksum === undefined) return Buffer.from(hash(name as string, data, 'binary'), 'binary')
   const bytes = toBytes(data)
   return toOctets(checksum.finish(checksum.update(bytes, checksum.start), bytes.length), length)
 }
 
 /** computeDigest() as base64 (a Byte Sequence's content), with no octets in between for a hash. */
 export function computeDigestBase64 (algorithm: DigestAlgorithm, data: Data): string {
-  const { hash } = lookup(algorithm)
-  return hash === undefined ? computeDigest(algorithm, data).toString('base64') : hashOnce(hash, data, 'base64')
+  const { hash: name } = lookup(algorithm)
+  return name === undefined ? computeDigest(algorithm, data).toString('base64') : hash(name, data, 'base64')
 }
 
 /** computeDigestBase64() for one algorithm, looked up once (per route) rather than per call. */
 export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
-  const { hash } = lookup(algorithm)
-  return hash === undefined
+  const { hash: name } = lookup(algorithm)
+  return name === undefined
     ? (data) => computeDigest(algorithm, data).toString('base64')
-    : (data) => hashOnce(hash, data, 'base64')
+    : (data) => hash(name, data, 'base64')
 }
 
 /**

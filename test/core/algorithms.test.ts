@@ -342,24 +342,6 @@ test('data that is not a string, Buffer or Uint8Array is a TypeError', async (t)
   }
 })
 
-test('without crypto.hash (Node < 20.12), one-shot hashing falls back to createHash', async (t) => {
-  const calls: string[] = []
-  const mocked = t.mockRequire('../../lib/core/algorithms', {
-    'node:crypto': {
-      ...crypto,
-      hash: undefined,
-      createHash (name: string) {
-        calls.push(name)
-        return crypto.createHash(name)
-      }
-    }
-  }) as typeof import('../../lib/core/algorithms')
-  t.equal(b64(mocked.computeDigest('sha-256', '{"hello": "world"}')), 'X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=')
-  t.equal(b64(mocked.computeDigest('sha', '')), '2jmj7l5rSw0yVb/vlWAYkK/YBwk=')
-  t.equal(mocked.computeDigestBase64('sha-256', '{"hello": "world"}'), 'X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=')
-  t.same(calls, ['sha256', 'sha1', 'sha256'])
-})
-
 test('computeDigestBase64: the base64 of computeDigest, for every algorithm', async (t) => {
   const data = Buffer.from('{"hello": "world"}')
   for (const key of ALGORITHMS.keys()) {
