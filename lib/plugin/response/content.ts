@@ -11,12 +11,10 @@ import { pipeline, type Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults } from '../../core/digest-stream'
 import type { DigestParams } from '../../core/digest-params'
-import { digestFieldOf } from '../../core/fields'
-import { getDeclared } from './declared'
 import { hashFile, type ByteRange } from '../../core/file-cache'
 import type { FileResponse } from './static-files'
 import { union, type ResponsePlan } from '../../core/response-plan'
-import { declareTrailer, decidePrecondition, emitFields, reprDigests, setField, unencodedDigests, wholeOf, writeShared } from './emit'
+import { declareTrailer, decidePrecondition, emitFields, reprDigests, setField, unencodedDigests, wholeOf } from './emit'
 import { commaSeparatedTrailer } from '../../core/trailer-field'
 import { TrailerHook } from './field-hook'
 import type { Payload, ResponseState } from './reply-state'
@@ -43,14 +41,6 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
   } else {
     const bytes = (payload ?? '') as string | Buffer
     const unchanged = bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding
-    const unencoded = plan.unencoded.length > 0
-    if (unchanged && !partial && plan.shared !== null && getDeclared(reply) === null && (!unencoded || state.identityUncoded)) {
-      // The usual response: the bytes sent are the uncoded representation
-      // and the digests are only sent, so every field is one value, hashed
-      // and serialized in one step.
-      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0, unencoded, plan.signatures)
-      return payload
-    }
     if (unchanged) {
       // Nothing changed the bytes, or a hook after the representation stage
       // replaced them without a content coding (a route-level onSend hook of
@@ -101,7 +91,7 @@ async function fileContent (
   const { plan, params } = state
   const stream = state.fileStream as CheckedStream
   const range = file.range
-  if (!plan.reprOfContent) {
+  if (plan.reprFrom !== 'content') {
     // The representation digest is known now: decide the 406 rule before
     // anything is sent, so the content digest can still go as a trailer.
     const refused = decidePrecondition(reply, state, reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.reprNeeded))
@@ -168,12 +158,12 @@ export async function streamedContent (
     const strict = plan.mode.strict
     const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
     declareTrailer(reply, 'content-digest', plan.content, strict, () => hasher.digests, hook)
-    if (state.file !== null && !plan.reprOfContent) {
+    if (state.file !== null && plan.reprFrom !== 'content') {
       // A file's representation digest is known before any byte is sent.
       setField(reply, 'repr-digest', reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.repr), plan.repr, strict)
     } else {
       declareTrailer(reply, 'repr-digest', plan.repr, strict, (r) =>
-        reprDigests(r, plan.reprOfContent ? hasher.digests : identityOf(), plan.repr), hook)
+        reprDigests(r, plan.reprFrom === 'content' ? hasher.digests : identityOf(), plan.repr), hook)
     }
     if (state.file !== null) {
       // So is a file's Unencoded-Digest (its identity file's).

@@ -110,19 +110,17 @@ export function unencodedDigests (
 }
 
 /**
- * Digests of the whole representation as the mode defines it. Default mode:
- * before content coding (`identity`). Strict mode: coding included, so a full
- * response's is its content; for HEAD and 206 it is the identity one, or the
- * whole file as sent, unless a coding was applied after the representation
- * stage (@fastify/compress on an explicit HEAD route): that coded
- * representation was never seen, so it is unknown.
+ * Digests of the whole representation, from where the plan says
+ * (`reprFrom`). 'sent': the identity one or the whole file as sent, unless a
+ * coding was applied after the representation stage (@fastify/compress on
+ * an explicit HEAD route): that representation was never seen, so unknown.
  */
 export function wholeOf (
   reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
 ): DigestResults | null {
-  const { plan } = state
-  if (plan.reprOfContent) return content
-  if (!plan.mode.strict) return identity
+  const { reprFrom } = state.plan
+  if (reprFrom === 'content') return content
+  if (reprFrom === 'identity') return identity
   if (reply.getHeader('content-encoding') !== state.reprEncoding) return null
   return state.file === null ? identity : state.fileCoded
 }
