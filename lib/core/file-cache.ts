@@ -36,33 +36,15 @@ export interface ByteRange {
   readonly end: number
 }
 
-type OpenFile = (path: string) => Promise<FileHandle>
-export type HashFile = (file: StaticFile, algorithms: readonly DigestAlgorithm[], range?: ByteRange | null) => Promise<DigestResults | null>
-
 const READ_SIZE = 256 * 1024
 
 export function sameFile (a: FileStat, b: FileStat): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.dev === b.dev
 }
 
-/** The weak ETag @fastify/send derives from a stat. */
-export function sendEtag (stat: Pick<Stats, 'size' | 'mtime'>): string {
-  return `W/"${stat.size.toString(16)}-${stat.mtime.getTime().toString(16)}"`
-}
-
-/** `bytes first-last/complete` (RFC 9110 §14.4), or null. */
-export function parseContentRange (value: unknown): (ByteRange & { total: number }) | null {
-  const m = typeof value === 'string' ? /^bytes (\d+)-(\d+)\/(\d+)$/.exec(value) : null
-  if (m === null) return null
-  return { start: Number(m[1]), end: Number(m[2]), total: Number(m[3]) }
-}
-
-const openForReading: OpenFile = (path) => open(path, 'r')
-
 async function readDigests (
   handle: FileHandle, file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null
 ): Promise<DigestResults | null> {
-  if (!sameFile(await handle.stat(), file.stat)) return null
   let position = range === null ? 0 : range.start
   const end = range === null ? file.stat.size : range.end + 1
   const hasher = new MultiDigester(algorithms)
@@ -73,7 +55,7 @@ async function readDigests (
     hasher.update(buffer.subarray(0, bytesRead))
     position += bytesRead
   }
-  // Re-stat: a write while we were reading changes the size or the mtime.
+  // Stat the descriptor once read: another version, or a write while reading, changed it (ctime never goes back).
   if (!sameFile(await handle.stat(), file.stat)) return null
   return hasher.digest()
 }
@@ -81,15 +63,15 @@ async function readDigests (
 /**
  * Hash a file (or the inclusive `range` of it) by streaming it once through
  * a reused buffer. Returns null when the file cannot be read or when its stat,
- * taken on the open descriptor before and after reading, is not `file.stat`:
+ * taken on the open descriptor after reading, is not `file.stat`:
  * the bytes read are then not the version of the file the caller meant.
  */
 export async function hashFile (
-  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null, openFile: OpenFile = openForReading
+  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
 ): Promise<DigestResults | null> {
   let handle: FileHandle
   try {
-    handle = await openFile(file.path)
+    handle = await open(file.path, 'r')
   } catch {
     return null
   }
@@ -125,7 +107,6 @@ export interface FileCacheOptions {
   readonly sidecars?: boolean
   /** Told of a sidecar that did not match its file (the file's digests replace it). */
   readonly wrongSidecar?: (path: string) => void
-  readonly hash?: HashFile
 }
 
 interface Found {
@@ -148,15 +129,12 @@ interface Found {
  */
 export class FileDigestCache {
   readonly #max: number
-  readonly #hash: HashFile
   readonly #background: boolean
   readonly #sidecars: boolean
   readonly #wrongSidecar: (path: string) => void
   readonly #entries = new Map<string, Entry>()
   /** Hashing passes under way, by file version, then algorithm. */
   readonly #pending = new Map<string, Map<DigestAlgorithm, Promise<Buffer | null>>>()
-  /** ETag-based lookups for HEAD without staticHeaders: alias → path. */
-  readonly #aliases = new Map<string, string>()
   /** File versions whose sidecars turned out wrong: never read again. */
   readonly #wrong = new Map<string, true>()
   #running = 0
@@ -164,14 +142,9 @@ export class FileDigestCache {
 
   constructor (maxEntries: number, options: FileCacheOptions = {}) {
     this.#max = maxEntries
-    this.#hash = options.hash ?? hashFile
     this.#background = options.background ?? false
     this.#sidecars = options.sidecars ?? false
     this.#wrongSidecar = options.wrongSidecar ?? (() => {})
-  }
-
-  get size (): number {
-    return this.#entries.size
   }
 
   #entry (file: StaticFile): Entry | null {
@@ -233,7 +206,7 @@ export class FileDigestCache {
   #pass (
     file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null
   ): Promise<DigestResults | null> | null {
-    const hashing = this.#schedule(() => this.#hash(file, algorithms), background)
+    const hashing = this.#schedule(() => hashFile(file, algorithms), background)
     if (hashing === null) return null
     const passes = this.#pending.get(key) ?? new Map<DigestAlgorithm, Promise<Buffer | null>>()
     this.#pending.set(key, passes)
@@ -265,12 +238,6 @@ export class FileDigestCache {
     if (this.#pass(file, key, algorithms, true, claimed) !== null) this.#store(file, claimed)
   }
 
-  /** The cached digests of this version of the file for every one of `algorithms`, else null. */
-  cached (file: StaticFile, algorithms: readonly DigestAlgorithm[]): DigestResults | null {
-    const { out } = this.#find(file, identityKey(file), algorithms)
-    return out.size === algorithms.length ? out : null
-  }
-
   /**
    * The digests of this version of the file for `algorithms`: cached ones,
    * ones a pass under way will produce, those its sidecars give, and one new
@@ -297,24 +264,8 @@ export class FileDigestCache {
     return out
   }
 
-  /** Cached digests only, or computed ones too. */
-  async lookup (file: StaticFile, algorithms: readonly DigestAlgorithm[], cachedOnly: boolean): Promise<DigestResults | null> {
-    return cachedOnly ? this.cached(file, algorithms) : await this.digests(file, algorithms)
-  }
-
   /** Forget the digests of `path`: the bytes sent did not match them. */
   drop (path: string): void {
     this.#entries.delete(path)
-  }
-
-  remember (alias: string, path: string): void {
-    touch(this.#aliases, alias, path, this.#max)
-  }
-
-  recall (alias: string): string | null {
-    const path = this.#aliases.get(alias)
-    if (path === undefined) return null
-    touch(this.#aliases, alias, path, this.#max)
-    return path
   }
 }

@@ -106,14 +106,14 @@ async function fileDigests (state: ResponseState, file: FileResponse): Promise<v
   // A pre-compressed file's original is the uncoded representation.
   if (identity !== file && identity !== null) state.identityUncoded = true
   if (identity === file) {
-    state.repr = await files.lookup(file, union(fileIdentity, coded), file.cachedOnly)
+    state.repr = await files.digests(file, union(fileIdentity, coded))
     state.fileCoded = state.repr
   } else {
-    state.fileCoded = await files.lookup(file, coded, file.cachedOnly)
-    state.repr = identity === null ? null : await files.lookup(identity, fileIdentity, file.cachedOnly)
+    state.fileCoded = await files.digests(file, coded)
+    state.repr = identity === null ? null : await files.digests(identity, fileIdentity)
   }
   // Being hashed in the background: left out for now.
-  if (state.params.fileHashing === 'background' && !file.cachedOnly && (state.fileCoded === null || (identity !== null && state.repr === null))) {
+  if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) {
     state.omitted = 'file-not-hashed'
   }
 }
@@ -159,7 +159,7 @@ export async function streamRepresentation (
   const status = reply.statusCode
   const reprEncoding = reply.getHeader('content-encoding')
   // Only 200 and 206 stand for a file of @fastify/static.
-  const file = status === 200 || status === 206 ? await resolveFileResponse(request, reply, payload, context.files) : null
+  const file = status === 200 || status === 206 ? await resolveFileResponse(request, reply, payload) : null
   // A file is never live: its digests are known before it is sent.
   const live = file === null && isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
   const plan = planDelivery(fields, { kind: 'stream', live, status })
