@@ -5,13 +5,23 @@
 // so nothing else says which file they stand for. What a GET streams is
 // checked against that record with public facts only: fs.ReadStream's `path`,
 // its 'open' event's descriptor, and the Content-Length or Content-Range that
-// @fastify/send set on the reply.
+// @fastify/send set on the reply. The whole-file digests come from the cache
+// (lib/core/file-cache.ts), taken before sending, so a HEAD and a 206 carry
+// the whole file's Repr-Digest and a 200 needs neither trailers nor a
+// buffer; what a GET streams is checked against the digests it was sent with.
 import { ReadStream, fstatSync, type Stats } from 'node:fs'
 import { stat as statPath } from 'node:fs/promises'
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
+import { pipeline, type Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { sameFile, type ByteRange, type StaticFile } from '../../core/file-cache'
+import type { DigestParams } from '../../core/digest-params'
+import { CheckedStream, type DigestResults } from '../../core/digest-stream'
+import { FST_DIGEST_FILE_CHANGED } from '../../core/errors'
+import { hashFile, sameFile, type ByteRange, type StaticFile } from '../../core/file-cache'
+import { NONE, union, type ResponsePlan } from '../../core/response-plan'
+import { decidePrecondition, emitFields, reprDigests, wholeOf } from './emit'
+import type { Payload, ResponseState } from './reply-state'
 
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
 export const kStaticFile = Symbol('fastify-digest-fields.staticFile')
@@ -103,4 +113,125 @@ export async function identityFile (file: StaticFile, encoding: unknown): Promis
   const path = file.path.slice(0, -suffix.length)
   const stat = await statPath(path).catch(() => null)
   return stat === null ? null : { path, stat }
+}
+
+/**
+ * A file's representation digests, from the whole-file cache: for the file
+ * before content coding (the original next to a pre-compressed one) and, in
+ * strict mode, for the file as sent. The stream is left untouched.
+ */
+export async function fileDigests (state: ResponseState, file: FileResponse): Promise<void> {
+  // Another version than @fastify/send described: hashed as it flows.
+  if (file.stale) return
+  const { files } = state.context
+  const { fileIdentity, coded } = state.plan.mode
+  const identity = fileIdentity.length === 0 ? file : await identityFile(file, state.reprEncoding)
+  // A pre-compressed file's original is the uncoded representation.
+  if (identity !== file && identity !== null) state.identityUncoded = true
+  if (identity === file) {
+    state.repr = await files.digests(file, union(fileIdentity, coded))
+    state.fileCoded = state.repr
+  } else {
+    state.fileCoded = await files.digests(file, coded)
+    state.repr = identity === null ? null : await files.digests(identity, fileIdentity)
+  }
+  // Being hashed in the background: left out for now.
+  if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) {
+    state.omitted = 'file-not-hashed'
+  }
+}
+
+/**
+ * A GET's file stream, checked at its end against the digests of the bytes
+ * it sends that were taken before sending (docs/design.md, "Static files"):
+ * the whole file's for a 200, the part's when the content stage reads a
+ * 206's part from the file. On a mismatch the file's digests are dropped
+ * from the cache and the response is cut off: the client sees an incomplete
+ * response (HTTP/1.1) or a reset stream (HTTP/2), never a clean end.
+ */
+export function checkedFileStream (reply: FastifyReply, state: ResponseState, file: FileResponse, stream: NodeJS.ReadableStream): CheckedStream {
+  const { plan, params } = state
+  const { range } = file
+  // A stale file's stream is hashed as any stream: nothing is taken before sending.
+  let algorithms = NONE
+  if (range === null && !file.stale) algorithms = union(plan.contentHashed, [...(state.fileCoded?.keys() ?? NONE)])
+  else if (range !== null && !file.stale && partReadFromFile(plan, params, range)) algorithms = plan.content
+  const check = new CheckedStream(algorithms, (algorithm) => {
+    const err = new FST_DIGEST_FILE_CHANGED(file.path, algorithm)
+    state.context.files.drop(file.path)
+    // With an error: an HTTP/2 stream is then reset with INTERNAL_ERROR (a
+    // reset with NO_ERROR would end it cleanly for the client).
+    reply.raw.destroy(err)
+    return err
+  })
+  // The content stage adds a 200's Content-Digest and a 206's part digest.
+  if (range === null && state.fileCoded !== null) for (const [a, v] of state.fileCoded) check.expected.set(a, v)
+  pipeline(stream, check, () => {})
+  state.fileStream = check
+  return check
+}
+
+/**
+ * Whether a 206's Content-Digest is read from the file before sending: it
+ * can go neither as a trailer nor buffered within maxBufferSize.
+ */
+function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: ByteRange): boolean {
+  return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
+}
+
+/** What the stream must match at its end: the digests the response is sent with. */
+function expect (stream: CheckedStream, digests: DigestResults): void {
+  for (const [a, v] of digests) stream.expected.set(a, v)
+}
+
+/** emitFields() for a file's stream, releasing the file when the answer is a 406 instead. */
+function emitFileFields (
+  reply: FastifyReply, stream: CheckedStream, state: ResponseState, content: DigestResults | null
+): Payload {
+  const out = emitFields(reply, stream, state, content, state.repr)
+  if (out !== stream) stream.destroy()
+  return out
+}
+
+/**
+ * Content stage of a GET for a file, or null when the file's stream is to
+ * be hashed as any stream. The whole file sent unchanged: its content digest
+ * is the file's (cache). A 206's part: trailers or buffering as for any
+ * stream, or, when neither is possible, the range hashed from the file
+ * before sending. A file coded by @fastify/compress: as any stream.
+ */
+export async function fileContent (
+  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
+): Promise<Payload | null> {
+  const { plan, params } = state
+  const stream = state.fileStream as CheckedStream
+  const range = file.range
+  if (plan.reprFrom !== 'content') {
+    // The representation digest is known now: decide the 406 rule before
+    // anything is sent, so the content digest can still go as a trailer.
+    const refused = decidePrecondition(reply, state, reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.reprNeeded))
+    if (refused !== null) {
+      stream.destroy()
+      ;(payload as Readable).destroy()
+      return refused
+    }
+  }
+  if (payload !== stream) return null
+  if (range === null) {
+    if (file.stale) return null
+    // Often already at hand from the representation stage (even with fileCacheSize 0).
+    const needed = plan.contentHashed
+    const known = state.fileCoded
+    const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, needed)
+    if (content === null) return null
+    expect(stream, content)
+    return emitFileFields(reply, stream, state, content)
+  }
+  if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)
+  if (!partReadFromFile(plan, params, range)) return null
+  // Neither trailers nor a buffer: read the part from the file first.
+  const content = await hashFile(file, plan.content, range)
+  if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
+  else expect(stream, content)
+  return emitFileFields(reply, stream, state, content)
 }
