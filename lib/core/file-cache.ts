@@ -1,21 +1,10 @@
-// Whole-file digests, hashed on the side and cached (RFC 9530 §3, B.3).
-//
-// A 206 carries the Repr-Digest of the whole file and a HEAD the one of the
-// file a GET would send, yet neither response carries those bytes. So the
-// file is hashed on the side, streamed once (never buffered), and the result
-// cached under the file's identity: path, size, mtimeMs, ctimeMs and inode.
-// A digest is kept only when the file's stat is the same before and after
-// hashing and equal to the stat @fastify/send served it under: a file
-// rewritten between two requests, or while it was being hashed, never gets a
-// stale digest. The ctime is the one the kernel sets at every write, and no
-// call can set it back (utimes(2) sets it to the current time): a rewrite
-// that keeps the size, the inode and the mtime (a reproducible build copied
-// with `cp -p`) still changes it. Two writes within one tick of a coarse
-// file-system clock can share a ctime: what a full response streams is
-// therefore checked against the digests it was sent with (files.ts). Two
-// requests for the same uncached file share one hashing pass.
-//
-// No fastify here: which response stands for which file is lib/plugin/response/static-files.ts.
+// Whole-file digests, hashed on the side and cached (RFC 9530 §3, B.3;
+// docs/design.md, "Static files"): a 206 and a HEAD carry the Repr-Digest of
+// bytes they do not send. A file is streamed once, never buffered, and its
+// digests kept under its identity (path, size, mtime, ctime, inode) only
+// when the stat of the descriptor read is that identity: the ctime changes
+// at every write and no call sets it back (utimes(2) sets it to now), so a
+// rewrite between or during requests never gets a stale digest. No fastify.
 import type { Stats } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
@@ -61,10 +50,9 @@ async function readDigests (
 }
 
 /**
- * Hash a file (or the inclusive `range` of it) by streaming it once through
- * a reused buffer. Returns null when the file cannot be read or when its stat,
- * taken on the open descriptor after reading, is not `file.stat`:
- * the bytes read are then not the version of the file the caller meant.
+ * Hash a file, or the inclusive `range` of it, through one reused buffer.
+ * Null when it cannot be read, or its descriptor's stat after reading is not
+ * `file.stat`: the bytes read are not that version of the file.
  */
 export async function hashFile (
   file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
@@ -116,16 +104,12 @@ interface Found {
 }
 
 /**
- * Digests of whole files, least recently used first out. One entry per
- * path, holding the digests computed for one version of the file (a newer
- * version replaces it), so `maxEntries` bounds the memory whatever the files'
- * sizes: a path and at most one digest per algorithm each. 0 keeps nothing
- * (every request hashes; concurrent ones still share a pass).
- *
- * Background passes (for `background`, and the check of every sidecar used)
- * run BACKGROUND_PASSES at a time, and at most `maxEntries` wait: past that,
- * none is started (a later request asks again), so requests that are
- * answered at once cannot pile up passes, each holding a file and a buffer.
+ * Digests of whole files, least recently used out: one entry per path (one
+ * version; a newer replaces it), so `maxEntries` bounds the memory whatever
+ * the sizes. 0 keeps nothing; concurrent requests still share a pass.
+ * Background passes (`background`, and the check of every sidecar used) run
+ * BACKGROUND_PASSES at a time and at most `maxEntries` wait; past that none
+ * starts, so requests answered at once cannot pile up open files.
  */
 export class FileDigestCache {
   readonly #max: number

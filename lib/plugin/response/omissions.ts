@@ -1,9 +1,7 @@
-// Digest fields a response was meant to carry (asked for with Want-*, or
-// configured unsolicited) but that cannot be sent: a live stream without
-// trailers, a stream larger than maxBufferSize without trailers, or a static
-// file whose digests are being hashed in the background. The
-// application is told on the reply (`reply.digestsOmitted`), and the log
-// once per route and reason, at warn, with the reason and the fix.
+// Digest fields a response was meant to carry but cannot (a live stream or
+// a stream over maxBufferSize without trailers, a file hashed in the
+// background): told on the reply (`reply.digestsOmitted`), and logged at
+// warn once per route and reason, with the fix.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestOmission } from '../../../types/index'
 
