@@ -33,13 +33,12 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
 ): readonly DigestAlgorithm[] | null {
-  let algs: readonly DigestAlgorithm[] | null = null
-  for (const list of [content, repr, unencoded]) {
-    if (list.length === 0) continue
-    if (algs !== null && !sameList(algs, list)) return null
-    algs = list
-  }
-  return algs !== null && unencoded.length > 0 && !strict && !writtenAlike(algs) ? null : algs
+  let algs = content.length > 0 ? content : repr
+  if (repr.length > 0 && !sameList(algs, repr)) return null
+  if (unencoded.length === 0) return algs.length > 0 ? algs : null
+  if (algs.length > 0 && !sameList(algs, unencoded)) return null
+  algs = unencoded
+  return strict || writtenAlike(algs) ? algs : null
 }
 
 /** A Content-Encoding that applies no coding (absent, or only `identity`, RFC 9110 §8.4.1). */
@@ -54,18 +53,14 @@ export function noContentStatus (status: number): boolean {
   return status < 200 || status === 204 || status === 304
 }
 
-/** What the request says (header values as fastify parsed them). */
+/** A request's header fields, as node parses them (lowercase names). */
+export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>
+
+/** What the request says: its method, HTTP version and fields (Want-*, Repr-Digest, TE, Accept-Signature). */
 export interface RequestFacts {
   readonly method: string
-  readonly wantContentDigest: string | string[] | undefined
-  readonly wantReprDigest: string | string[] | undefined
-  readonly wantUnencodedDigest: string | string[] | undefined
-  /** On a GET or HEAD, a precondition (the 406 rule). */
-  readonly reprDigest: string | string[] | undefined
-  readonly te: string | string[] | undefined
   readonly httpVersion: string
-  /** RFC 9421 §5.1; signature-based SRI. */
-  readonly acceptSignature: string | string[] | undefined
+  readonly headers: RequestHeaders
 }
 
 /** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
@@ -142,7 +137,8 @@ const TE_TRAILERS = /(?:^|,)\s*trailers\s*(?:[,;]|$)/i
 
 /** Fastify sends trailers to anyone and forces chunked on HTTP/1.0: only when the client accepts them. */
 function trailersAllowed (request: RequestFacts, params: DigestParams): boolean {
-  return params.trailers && request.httpVersion !== '1.0' && typeof request.te === 'string' && TE_TRAILERS.test(request.te)
+  const te = request.headers.te
+  return params.trailers && request.httpVersion !== '1.0' && typeof te === 'string' && TE_TRAILERS.test(te)
 }
 
 /** Each field's algorithms follow its own Want-* only (RFC 9530 §4); without one, the configured ones. */
@@ -151,17 +147,27 @@ function selected (want: string | string[] | undefined, params: DigestParams, un
   return map === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want: map, unsolicited })
 }
 
+const SIGNED_UNENCODED = new WeakMap<DigestParams, readonly DigestAlgorithm[]>()
+
+/** A route's unsolicited Unencoded-Digest algorithms when signed, worked out once per route. */
+function signedUnencoded (params: DigestParams): readonly DigestAlgorithm[] {
+  let algs = SIGNED_UNENCODED.get(params)
+  if (algs === undefined) SIGNED_UNENCODED.set(params, algs = sriAlgorithms(params.unencodedDigest, params.algorithms))
+  return algs
+}
+
 /** The fields for this request on this route, or null when it carries none (only Vary is added). */
 export function planFields (request: RequestFacts, params: DigestParams): FieldPlan | null {
-  const content = selected(request.wantContentDigest, params, params.contentDigest)
-  const repr = selected(request.wantReprDigest, params, params.reprDigest)
+  const h = request.headers
+  const content = selected(h['want-content-digest'], params, params.contentDigest)
+  const repr = selected(h['want-repr-digest'], params, params.reprDigest)
   const signatures = params.integrityKeys.size === 0
     ? NO_SIGNATURES
-    : signaturesFor(requestedSignatures(request.acceptSignature, params.integrityKeys), params.integritySignature)
+    : signaturesFor(requestedSignatures(h['accept-signature'], params.integrityKeys), params.integritySignature)
   // A signed Unencoded-Digest carries sha-256 / sha-512 only, and always (WICG signature-based-sri).
-  const wanted = selected(request.wantUnencodedDigest, params, params.unencodedDigest)
-  const unencoded = signatures.length === 0 ? wanted : sriAlgorithms(wanted, params.algorithms)
-  const precondition = params.conditional ? preconditionOf(request.method, request.reprDigest, params.algorithms) : null
+  const wanted = selected(h['want-unencoded-digest'], params, params.unencodedDigest)
+  const unencoded = signatures.length === 0 ? wanted : wanted === params.unencodedDigest ? signedUnencoded(params) : sriAlgorithms(wanted, params.algorithms)
+  const precondition = params.conditional ? preconditionOf(request.method, h['repr-digest'], params.algorithms) : null
   if (content.length === 0 && repr.length === 0 && unencoded.length === 0 && precondition === null) return null
   const algorithm = preconditionAlgorithm(params.algorithms)
   const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), algorithm])

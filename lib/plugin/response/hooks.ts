@@ -15,7 +15,7 @@ import { kResponseState } from '../symbols'
 import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
 import { OmissionLog } from './omissions'
-import { noContentStatus, planFields, uncoded, type FieldPlan, type RequestFacts } from '../../core/response-plan'
+import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
 import { addVary, dropTrailers, hasDigestTrailers, setField, unencodedDigests, writeShared } from './emit'
@@ -37,18 +37,6 @@ function setState (request: FastifyRequest, state: ResponseState | typeof kNothi
   (request as unknown as WithResponseState)[kResponseState] = state
 }
 
-/** A GET asking for nothing: the facts of a route's usual plan. */
-const PLAIN_GET: RequestFacts = {
-  method: 'GET',
-  wantContentDigest: undefined,
-  wantReprDigest: undefined,
-  wantUnencodedDigest: undefined,
-  reprDigest: undefined,
-  te: undefined,
-  httpVersion: '1.1',
-  acceptSignature: undefined
-}
-
 /** A route's plan for a request that asks for nothing, worked out once, and its one-value writer. */
 interface Usual {
   readonly plan: FieldPlan | null
@@ -56,7 +44,7 @@ interface Usual {
 }
 
 function usualOf (params: DigestParams): Usual {
-  const plan = planFields(PLAIN_GET, params)
+  const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
   const shared = plan?.shared ?? null
   return { plan, write: shared === null ? null : fieldWriter(shared, params.strict) }
 }
@@ -69,16 +57,7 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
     h['want-unencoded-digest'] === undefined && h['repr-digest'] === undefined && h['accept-signature'] === undefined &&
     h.te === undefined
   ) return usual.plan
-  return planFields({
-    method: request.method,
-    wantContentDigest: h['want-content-digest'],
-    wantReprDigest: h['want-repr-digest'],
-    wantUnencodedDigest: h['want-unencoded-digest'],
-    reprDigest: h['repr-digest'],
-    te: h.te,
-    httpVersion: request.raw.httpVersion,
-    acceptSignature: h['accept-signature']
-  }, params)
+  return planFields({ method: request.method, httpVersion: request.raw.httpVersion, headers: h }, params)
 }
 
 /**
