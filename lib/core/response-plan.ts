@@ -35,7 +35,7 @@ function sharedAlgorithms (
 ): readonly DigestAlgorithm[] | null {
   let algs = content.length > 0 ? content : repr
   if (repr.length > 0 && !sameList(algs, repr)) return null
-  if (unencoded.length === 0) return algs.length > 0 ? algs : null
+  if (unencoded.length === 0) return algs
   if (algs.length > 0 && !sameList(algs, unencoded)) return null
   algs = unencoded
   return strict || writtenAlike(algs) ? algs : null

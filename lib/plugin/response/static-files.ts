@@ -52,7 +52,7 @@ export function staticHeaders (reply: FastifyReply | ServerResponse | Http2Serve
 
 /** `bytes first-last/complete` (RFC 9110 §14.4), or null. */
 function contentRange (value: unknown): (ByteRange & { total: number }) | null {
-  const m = typeof value === 'string' ? /^bytes (\d+)-(\d+)\/(\d+)$/.exec(value) : null
+  const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(value))
   return m === null ? null : { start: Number(m[1]), end: Number(m[2]), total: Number(m[3]) }
 }
 
