@@ -1,21 +1,10 @@
-// Whole-file digests, hashed on the side and cached (RFC 9530 §3, B.3).
-//
-// A 206 carries the Repr-Digest of the whole file and a HEAD the one of the
-// file a GET would send, yet neither response carries those bytes. So the
-// file is hashed on the side, streamed once (never buffered), and the result
-// cached under the file's identity: path, size, mtimeMs, ctimeMs and inode.
-// A digest is kept only when the file's stat is the same before and after
-// hashing and equal to the stat @fastify/send served it under: a file
-// rewritten between two requests, or while it was being hashed, never gets a
-// stale digest. The ctime is the one the kernel sets at every write, and no
-// call can set it back (utimes(2) sets it to the current time): a rewrite
-// that keeps the size, the inode and the mtime (a reproducible build copied
-// with `cp -p`) still changes it. Two writes within one tick of a coarse
-// file-system clock can share a ctime: what a full response streams is
-// therefore checked against the digests it was sent with (files.ts). Two
-// requests for the same uncached file share one hashing pass.
-//
-// No fastify here: which response stands for which file is lib/plugin/response/static-files.ts.
+// Whole-file digests, hashed on the side and cached (RFC 9530 §3, B.3;
+// docs/design.md, "Static files"): a 206 and a HEAD carry the Repr-Digest of
+// bytes they do not send. A file is streamed once, never buffered, and its
+// digests kept under its identity (path, size, mtime, ctime, inode) only
+// when the stat of the descriptor read is that identity: the ctime changes
+// at every write and no call sets it back (utimes(2) sets it to now), so a
+// rewrite between or during requests never gets a stale digest. No fastify.
 import type { Stats } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
@@ -36,33 +25,15 @@ export interface ByteRange {
   readonly end: number
 }
 
-type OpenFile = (path: string) => Promise<FileHandle>
-export type HashFile = (file: StaticFile, algorithms: readonly DigestAlgorithm[], range?: ByteRange | null) => Promise<DigestResults | null>
-
 const READ_SIZE = 256 * 1024
 
 export function sameFile (a: FileStat, b: FileStat): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.dev === b.dev
 }
 
-/** The weak ETag @fastify/send derives from a stat. */
-export function sendEtag (stat: Pick<Stats, 'size' | 'mtime'>): string {
-  return `W/"${stat.size.toString(16)}-${stat.mtime.getTime().toString(16)}"`
-}
-
-/** `bytes first-last/complete` (RFC 9110 §14.4), or null. */
-export function parseContentRange (value: unknown): (ByteRange & { total: number }) | null {
-  const m = typeof value === 'string' ? /^bytes (\d+)-(\d+)\/(\d+)$/.exec(value) : null
-  if (m === null) return null
-  return { start: Number(m[1]), end: Number(m[2]), total: Number(m[3]) }
-}
-
-const openForReading: OpenFile = (path) => open(path, 'r')
-
 async function readDigests (
   handle: FileHandle, file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null
 ): Promise<DigestResults | null> {
-  if (!sameFile(await handle.stat(), file.stat)) return null
   let position = range === null ? 0 : range.start
   const end = range === null ? file.stat.size : range.end + 1
   const hasher = new MultiDigester(algorithms)
@@ -73,23 +44,22 @@ async function readDigests (
     hasher.update(buffer.subarray(0, bytesRead))
     position += bytesRead
   }
-  // Re-stat: a write while we were reading changes the size or the mtime.
+  // Stat the descriptor once read: another version, or a write while reading, changed it (ctime never goes back).
   if (!sameFile(await handle.stat(), file.stat)) return null
   return hasher.digest()
 }
 
 /**
- * Hash a file (or the inclusive `range` of it) by streaming it once through
- * a reused buffer. Returns null when the file cannot be read or when its stat,
- * taken on the open descriptor before and after reading, is not `file.stat`:
- * the bytes read are then not the version of the file the caller meant.
+ * Hash a file, or the inclusive `range` of it, through one reused buffer.
+ * Null when it cannot be read, or its descriptor's stat after reading is not
+ * `file.stat`: the bytes read are not that version of the file.
  */
 export async function hashFile (
-  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null, openFile: OpenFile = openForReading
+  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
 ): Promise<DigestResults | null> {
   let handle: FileHandle
   try {
-    handle = await openFile(file.path)
+    handle = await open(file.path, 'r')
   } catch {
     return null
   }
@@ -125,7 +95,6 @@ export interface FileCacheOptions {
   readonly sidecars?: boolean
   /** Told of a sidecar that did not match its file (the file's digests replace it). */
   readonly wrongSidecar?: (path: string) => void
-  readonly hash?: HashFile
 }
 
 interface Found {
@@ -135,28 +104,21 @@ interface Found {
 }
 
 /**
- * Digests of whole files, least recently used first out. One entry per
- * path, holding the digests computed for one version of the file (a newer
- * version replaces it), so `maxEntries` bounds the memory whatever the files'
- * sizes: a path and at most one digest per algorithm each. 0 keeps nothing
- * (every request hashes; concurrent ones still share a pass).
- *
- * Background passes (for `background`, and the check of every sidecar used)
- * run BACKGROUND_PASSES at a time, and at most `maxEntries` wait: past that,
- * none is started (a later request asks again), so requests that are
- * answered at once cannot pile up passes, each holding a file and a buffer.
+ * Digests of whole files, least recently used out: one entry per path (one
+ * version; a newer replaces it), so `maxEntries` bounds the memory whatever
+ * the sizes. 0 keeps nothing; concurrent requests still share a pass.
+ * Background passes (`background`, and the check of every sidecar used) run
+ * BACKGROUND_PASSES at a time and at most `maxEntries` wait; past that none
+ * starts, so requests answered at once cannot pile up open files.
  */
 export class FileDigestCache {
   readonly #max: number
-  readonly #hash: HashFile
   readonly #background: boolean
   readonly #sidecars: boolean
   readonly #wrongSidecar: (path: string) => void
   readonly #entries = new Map<string, Entry>()
   /** Hashing passes under way, by file version, then algorithm. */
   readonly #pending = new Map<string, Map<DigestAlgorithm, Promise<Buffer | null>>>()
-  /** ETag-based lookups for HEAD without staticHeaders: alias → path. */
-  readonly #aliases = new Map<string, string>()
   /** File versions whose sidecars turned out wrong: never read again. */
   readonly #wrong = new Map<string, true>()
   #running = 0
@@ -164,14 +126,9 @@ export class FileDigestCache {
 
   constructor (maxEntries: number, options: FileCacheOptions = {}) {
     this.#max = maxEntries
-    this.#hash = options.hash ?? hashFile
     this.#background = options.background ?? false
     this.#sidecars = options.sidecars ?? false
     this.#wrongSidecar = options.wrongSidecar ?? (() => {})
-  }
-
-  get size (): number {
-    return this.#entries.size
   }
 
   #entry (file: StaticFile): Entry | null {
@@ -233,7 +190,7 @@ export class FileDigestCache {
   #pass (
     file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null
   ): Promise<DigestResults | null> | null {
-    const hashing = this.#schedule(() => this.#hash(file, algorithms), background)
+    const hashing = this.#schedule(() => hashFile(file, algorithms), background)
     if (hashing === null) return null
     const passes = this.#pending.get(key) ?? new Map<DigestAlgorithm, Promise<Buffer | null>>()
     this.#pending.set(key, passes)
@@ -265,12 +222,6 @@ export class FileDigestCache {
     if (this.#pass(file, key, algorithms, true, claimed) !== null) this.#store(file, claimed)
   }
 
-  /** The cached digests of this version of the file for every one of `algorithms`, else null. */
-  cached (file: StaticFile, algorithms: readonly DigestAlgorithm[]): DigestResults | null {
-    const { out } = this.#find(file, identityKey(file), algorithms)
-    return out.size === algorithms.length ? out : null
-  }
-
   /**
    * The digests of this version of the file for `algorithms`: cached ones,
    * ones a pass under way will produce, those its sidecars give, and one new
@@ -297,24 +248,8 @@ export class FileDigestCache {
     return out
   }
 
-  /** Cached digests only, or computed ones too. */
-  async lookup (file: StaticFile, algorithms: readonly DigestAlgorithm[], cachedOnly: boolean): Promise<DigestResults | null> {
-    return cachedOnly ? this.cached(file, algorithms) : await this.digests(file, algorithms)
-  }
-
   /** Forget the digests of `path`: the bytes sent did not match them. */
   drop (path: string): void {
     this.#entries.delete(path)
-  }
-
-  remember (alias: string, path: string): void {
-    touch(this.#aliases, alias, path, this.#max)
-  }
-
-  recall (alias: string): string | null {
-    const path = this.#aliases.get(alias)
-    if (path === undefined) return null
-    touch(this.#aliases, alias, path, this.#max)
-    return path
   }
 }

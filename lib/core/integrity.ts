@@ -1,23 +1,13 @@
 // Signature-based SRI: the HTTP Message Signature profile of WICG
 // signature-based-sri (index.bs, "The SRI HTTP Message Signature Profile"),
-// and nothing more of RFC 9421. A page's
-// `<script integrity="ed25519-KEY" crossorigin>` makes the browser ask, with
-// `Accept-Signature: sig0=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`
-// (RFC 9421 §5.1), for an Ed25519 signature over the response's
-// Unencoded-Digest; it runs the script only when that signature verifies
-// with KEY and the body matches the digest.
-//
-// The profile, as signed here:
-// * one component, `"unencoded-digest";sf`, in the header section (never a
-//   trailer), whose members are sha-256 / sha-512 Byte Sequences only
-//   ("valid for SRI": any other key makes the field invalid);
-// * signature parameters `keyid` (the base64 of the raw 32-byte Ed25519
-//   public key) and `tag="ed25519-integrity"`, in that order; no `alg`
-//   (RFC 9421 §7.3.6); no `created` / `expires` (optional in the profile;
-//   a cached response would outlive them);
-// * the signature base of RFC 9421 §2.5: the component line, then the
-//   `@signature-params` line, no trailing newline.
-//
+// and nothing more of RFC 9421. `<script integrity="ed25519-KEY">` makes a
+// browser send `Accept-Signature: sig0=("unencoded-digest";sf);keyid="KEY";
+// tag="ed25519-integrity"` (RFC 9421 §5.1); it runs the script only when an
+// Ed25519 signature by KEY over the response's Unencoded-Digest verifies.
+// The profile: one component, `"unencoded-digest";sf`, in the header
+// section, its members sha-256 / sha-512 only; parameters `keyid` (base64 of
+// the raw public key) then `tag`; no `alg` (§7.3.6), no `created`/`expires`
+// (a cached response would outlive them); the signature base of §2.5.
 // Pure: node:crypto and structured-headers, no fastify.
 import { createPrivateKey, createPublicKey, KeyObject, sign } from 'node:crypto'
 import { parseDictionary } from 'structured-headers'
@@ -124,12 +114,10 @@ function profileComponents (value: unknown): boolean {
 }
 
 /**
- * The signatures an Accept-Signature field asks for (RFC 9421 §5.1) that
- * the profile allows and a held key can give: members whose inner list is
- * `("unencoded-digest";sf)` and whose parameters are exactly `keyid` (a held
- * key's) and `tag="ed25519-integrity"`. Each held key signs once, under the
- * first label that asks for it. A field that does not parse asks for
- * nothing (RFC 9651 §4.2: ignored).
+ * The signatures Accept-Signature asks for (RFC 9421 §5.1) that the profile
+ * allows and a held key gives: `("unencoded-digest";sf)` with exactly `keyid`
+ * and `tag="ed25519-integrity"`; each key once, under the first label asking
+ * for it. A field that does not parse asks for nothing (RFC 9651 §4.2).
  */
 export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
@@ -192,10 +180,8 @@ export function signatureParams (keyid: string): string {
 }
 
 /**
- * The signature base (RFC 9421 §2.5) of `"unencoded-digest";sf`. `unencoded`
- * is the field value as the plugin serializes it, which is its RFC 8941
- * serialization already (Byte Sequence members, `, ` between them), as the
- * `sf` parameter asks (§2.1.1).
+ * The signature base (RFC 9421 §2.5) of `"unencoded-digest";sf`: the value
+ * as the plugin writes it is its RFC 8941 serialization already (§2.1.1).
  */
 export function signatureBase (unencoded: string, params: string): string {
   return `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${params}`
@@ -204,16 +190,12 @@ export function signatureBase (unencoded: string, params: string): string {
 /** How many signatures `signed` keeps (the oldest out first). */
 export const SIGNATURE_CACHE_SIZE = 1024
 
-// Ed25519 signatures are deterministic (RFC 8032 §5.1.6): a signature base
-// always gets the same signature from one key. The same resource sent again
-// (a script, a stylesheet) is not signed again. Kept by the Unencoded-Digest
-// value (the base's one part that changes per resource), with the key and
-// the `@signature-params` it was made with: a short key that is looked up
-// before any base is built.
+// Ed25519 signatures are deterministic (RFC 8032 §5.1.6): the same resource
+// sent again is not signed again. Kept by Unencoded-Digest value, with the
+// key and `@signature-params` it was made with.
 interface Kept { readonly privateKey: KeyObject, readonly params: string, readonly value: string }
 const cache = new Map<string, Kept>()
-// The values in the order they were kept, a ring: the oldest goes out in
-// constant time (a Map's first key is found past the holes its deletions left).
+// The values in the order kept, a ring: the oldest goes out in constant time.
 const kept: string[] = []
 let oldest = 0
 

@@ -1,12 +1,8 @@
-// The 406 rule (docs/design.md, "The 406 rule: a stale Repr-Digest on GET or
-// HEAD"): a GET or HEAD whose Repr-Digest names another representation than
-// the current one gets 406 Not Acceptable instead, with the current
-// Repr-Digest. The rule is the plugin's own (RFC 9530 §2 leaves what a
-// server does with a request's Repr-Digest open; README "Conditional GET").
-//
-// Pure: which precondition a request carries, which algorithm the 406 names,
-// whether a response's representation fails it, and the 406's problem
-// details. Answering the 406 is lib/plugin/response/emit.ts's.
+// The 406 rule (docs/design.md, "The 406 rule"): a GET or HEAD whose
+// Repr-Digest names another representation than the current one gets 406
+// with the current Repr-Digest. The plugin's own rule: RFC 9530 §2 leaves
+// open what a server does with a request's Repr-Digest. Pure; the answer is
+// lib/plugin/response/emit.ts's.
 import type { DigestAlgorithm } from '../../types/index'
 import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
 import { parseDigestField } from './fields'

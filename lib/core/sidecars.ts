@@ -1,18 +1,10 @@
-// Whole-file digests computed at deploy, read from checksum files next to
-// the file (docs/design.md, "Static files"): `app.js.sha256` and
-// `app.js.sha512`, as `sha256sum` and `sha512sum` print them (hex, then the
-// file's name), hex alone, or the BSD form (`SHA256 (app.js) = hex`, as
-// `shasum --tag` and `openssl dgst` print it): the sidecars Apache's
-// mod_digest_fields reads.
-//
-// A sidecar is read only when its ctime is not older than the file's: it was
-// written (or copied) after the file's last change, so one left from an
-// earlier version of the file is never read. Anything else (another
-// algorithm, a missing, large, multi-line or malformed sidecar, a hex string
-// of the wrong length) is no sidecar: the file is hashed. The cache checks
-// every sidecar it uses against the file (lib/core/file-cache.ts).
-//
-// No fastify here.
+// Whole-file digests computed at deploy, in checksum files next to the file
+// (docs/design.md, "Static files"), as Apache's mod_digest_fields reads them:
+// `app.js.sha256` / `app.js.sha512` holding what sha256sum / sha512sum print,
+// the hex alone, or the BSD form (`SHA256 (app.js) = hex`). Read only when
+// its ctime is not older than the file's (written after the file's last
+// change); anything else is no sidecar. The cache checks every one it uses
+// (lib/core/file-cache.ts). No fastify.
 import { constants } from 'node:fs'
 import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'

@@ -7,9 +7,13 @@ import { generateKeyPairSync } from 'node:crypto'
 import { setFlagsFromString } from 'node:v8'
 import { test } from 'tap'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../../types/index'
-import { computeDigest } from '../../lib/core/algorithms'
 import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/options'
-import { planResponse, unsolicitedOf, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../../lib/core/response-plan'
+import { planDelivery, planFields, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../../lib/core/response-plan'
+
+function planResponse (request: RequestFacts, params: ReturnType<typeof normalizeOptions>, payload: PayloadFacts): ResponsePlan | null {
+  const fields = planFields(request, params)
+  return fields === null ? null : planDelivery(fields, payload)
+}
 
 const A = Buffer.alloc(32, 0xaa)
 const B64 = A.toString('base64')
@@ -37,7 +41,7 @@ interface Expected {
   /** Hashed over a content that is not the identity representation. */
   contentHashed?: DigestAlgorithm[]
   /** The representation's digests are the content's. */
-  reprOfContent?: boolean
+  reprFrom?: 'content' | 'identity' | 'sent'
   /** The SRI signatures' labels. */
   signatures?: string[]
 }
@@ -46,7 +50,7 @@ interface Row {
   name: string
   plugin?: FastifyDigestFieldsOptions
   route?: RouteDigestOptions
-  request?: Partial<RequestFacts>
+  request?: RequestRow
   payload?: Partial<PayloadFacts>
   /** null: no digest field at all (only Vary). */
   expect: Expected | null
@@ -89,7 +93,7 @@ const TABLE: Row[] = [
       fileIdentity: ['sha-256'],
       coded: [],
       contentHashed: ['sha-256'],
-      reprOfContent: false
+      reprFrom: 'identity'
     }
   },
   { name: 'unsolicited Content-Digest only', plugin: { contentDigest: true }, expect: { content: ['sha-256'], repr: [], shared: ['sha-256'], reprNeeded: [] } },
@@ -149,11 +153,21 @@ const TABLE: Row[] = [
   { name: 'precondition with conditional off on the plugin', plugin: { conditional: false }, request: { reprDigest: `sha-256=:${B64}:` }, expect: null },
   { name: 'the 406\'s algorithm without sha-256: the server\'s first', plugin: { algorithms: ['sha-512'] }, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { preconditionAlgorithm: 'sha-512', reprNeeded: ['sha-512'] } },
   // Strict mode (RFC 9530 §3: the representation includes its content coding).
-  { name: 'strict: the representation is the coded content', plugin: STRICT, expect: { strict: true, identity: false, fileIdentity: [], coded: ['sha-256'], unencoded: [], shared: ['sha-256'], reprOfContent: true } },
-  { name: 'strict HEAD: the representation is not the (absent) content', plugin: STRICT, request: { method: 'HEAD' }, expect: { head: true, reprOfContent: false, contentHashed: ['sha-256'] } },
+  { name: 'strict: the representation is the coded content', plugin: STRICT, expect: { strict: true, identity: false, fileIdentity: [], coded: ['sha-256'], unencoded: [], shared: ['sha-256'], reprFrom: 'content' } },
+  { name: 'strict HEAD: the representation is not the (absent) content', plugin: STRICT, request: { method: 'HEAD' }, expect: { head: true, reprFrom: 'sent', contentHashed: ['sha-256'] } },
   { name: 'strict with a precondition: coded includes its algorithms', plugin: STRICT, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { coded: ['sha-256', 'sha-512'], reprNeeded: ['sha-256', 'sha-512'] } },
   { name: 'strict, a wanted Repr-Digest: hashed with the content', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { contentHashed: ['sha-256', 'sha-512'] } },
-  { name: 'strict 206: the content is only the part', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, payload: { status: 206 }, expect: { partial: true, contentHashed: ['sha-256'], reprOfContent: false } },
+  { name: 'strict 206: the content is only the part', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, payload: { status: 206 }, expect: { partial: true, contentHashed: ['sha-256'], reprFrom: 'sent' } },
+  // The one value every field of the usual response shares (lib/plugin/response/hooks.ts), or none.
+  { name: 'unixsum Repr-Digest and Unencoded-Digest: written unlike, no shared value', plugin: { algorithms: ['unixsum'], reprDigest: true, unencodedDigest: true }, expect: { shared: null } },
+  { name: 'strict unixsum: Byte Sequences, one value', plugin: { strict: true, algorithms: ['unixsum'], unencodedDigest: true }, expect: { shared: ['unixsum'] } },
+  { name: 'Unencoded-Digest of another algorithm: no shared value', plugin: { reprDigest: 'sha-256', unencodedDigest: 'sha-512' }, expect: { shared: null } },
+  { name: 'all three fields alike: one value', plugin: { ...BOTH, unencodedDigest: true }, expect: { shared: ['sha-256'] } },
+  { name: 'different sets: no shared value', plugin: { contentDigest: 'sha-256', reprDigest: 'sha-512' }, expect: { shared: null } },
+  { name: 'signed unasked: a sha-2 Unencoded-Digest, one value', plugin: { integrityKeys: SRI_KEY.privateKey, integritySignature: true, algorithms: ['md5', 'sha-512'], unencodedDigest: 'md5' }, expect: { unencoded: ['sha-512'], shared: ['sha-512'], signatures: ['sig0'] } },
+  { name: 'keys, not asked: nothing signed', plugin: { integrityKeys: SRI_KEY.privateKey, reprDigest: 'sha-256' }, expect: { unencoded: [], shared: ['sha-256'], signatures: [] } },
+  { name: 'keys, asked: Unencoded-Digest too, one value', plugin: { integrityKeys: SRI_KEY.privateKey, reprDigest: 'sha-256' }, request: ASK, expect: { unencoded: ['sha-256'], shared: ['sha-256'], signatures: ['sig0'] } },
+  { name: 'md5 Repr-Digest, asked: sha-256 Unencoded-Digest, no shared value', plugin: { integrityKeys: SRI_KEY.privateKey, algorithms: ['md5', 'sha-256'], reprDigest: 'md5' }, request: ASK, expect: { unencoded: ['sha-256'], shared: null } },
   { name: 'default mode: the content hashed for Content-Digest only', request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { coded: [], contentHashed: ['sha-256'] } },
   {
     name: 'strict with unencodedDigest: Unencoded-Digest of the identity, one value while nothing codes the bytes',
@@ -195,15 +209,29 @@ const TABLE: Row[] = [
   { name: 'SRI: unsolicited on the route', plugin: SRI, route: { integritySignature: { label: 'own' } }, expect: { unencoded: ['sha-256'], signatures: ['own'] } }
 ]
 
-const FACTS: RequestFacts = {
-  method: 'GET',
-  wantContentDigest: undefined,
-  wantReprDigest: undefined,
-  wantUnencodedDigest: undefined,
-  reprDigest: undefined,
-  te: undefined,
-  httpVersion: '1.1',
-  acceptSignature: undefined
+/** A row's request: its method and HTTP version, and its fields by name. */
+interface RequestRow {
+  method?: string
+  httpVersion?: string
+  wantContentDigest?: string
+  wantReprDigest?: string
+  wantUnencodedDigest?: string
+  reprDigest?: string
+  te?: string | string[]
+  acceptSignature?: string
+}
+
+const FIELD_NAMES: Record<string, string> = {
+  wantContentDigest: 'want-content-digest',
+  wantReprDigest: 'want-repr-digest',
+  wantUnencodedDigest: 'want-unencoded-digest',
+  reprDigest: 'repr-digest',
+  te: 'te',
+  acceptSignature: 'accept-signature'
+}
+
+function factsOf ({ method = 'GET', httpVersion = '1.1', ...fields }: RequestRow = {}): RequestFacts {
+  return { method, httpVersion, headers: Object.fromEntries(Object.entries(fields).map(([k, v]) => [FIELD_NAMES[k] as string, v])) }
 }
 
 /** The plan's parts a row names. */
@@ -227,7 +255,7 @@ function project (plan: ResponsePlan, expected: Expected): Expected {
     fileIdentity: [...plan.mode.fileIdentity],
     coded: [...plan.mode.coded],
     contentHashed: [...plan.contentHashed],
-    reprOfContent: plan.reprOfContent,
+    reprFrom: plan.reprFrom,
     signatures: plan.signatures.map((s) => s.label)
   }
   return Object.fromEntries(Object.keys(expected).map((key) => [key, all[key as keyof Expected]]))
@@ -238,7 +266,7 @@ test('the response plan, row by row', async (t) => {
     const global = normalizeOptions(row.plugin)
     const params = normalizeRouteOptions(global, row.route, 'GET', '/') ?? global
     const payload: PayloadFacts = { kind: 'bytes', live: false, status: 200, ...row.payload }
-    const plan = planResponse({ ...FACTS, ...row.request }, params, payload)
+    const plan = planResponse(factsOf(row.request), params, payload)
     if (row.expect === null) {
       t.equal(plan, null, row.name)
     } else if (plan === null) {
@@ -247,32 +275,6 @@ test('the response plan, row by row', async (t) => {
       t.same(project(plan, row.expect), row.expect, row.name)
     }
   }
-})
-
-test('the usual response\'s fields, worked out once per route', async (t) => {
-  t.equal(unsolicitedOf(normalizeOptions({ algorithms: ['unixsum'], reprDigest: true, unencodedDigest: true })), null, 'Unencoded-Digest written unlike Repr-Digest: no shortcut')
-  t.equal(unsolicitedOf(normalizeOptions({ reprDigest: 'sha-256', unencodedDigest: 'sha-512' })), null, 'Unencoded-Digest of other algorithms: no shortcut')
-  const all = unsolicitedOf(normalizeOptions({ ...BOTH, unencodedDigest: true }))
-  t.same(all && { content: all.content, repr: all.repr, unencoded: all.unencoded }, { content: true, repr: true, unencoded: true }, 'all three fields: one value')
-  const strictUnixsum = unsolicitedOf(normalizeOptions({ strict: true, algorithms: ['unixsum'], unencodedDigest: true }))
-  t.equal(strictUnixsum?.write?.('hello'), `unixsum=:${computeDigest('unixsum', 'hello').toString('base64')}:`, 'strict: a Byte Sequence, as Unencoded-Digest needs')
-  t.equal(unsolicitedOf(normalizeOptions({ contentDigest: 'sha-256', reprDigest: 'sha-512' })), null, 'different sets: no shortcut')
-  const none = unsolicitedOf(normalizeOptions({}))
-  t.same(none && { ...none }, { conditional: true, write: null, content: false, repr: false, unencoded: false, signatures: [], keys: new Map(), signed: null }, 'nothing unsolicited: only Vary')
-  const signed = unsolicitedOf(normalizeOptions({ integrityKeys: SRI.integrityKeys, integritySignature: true, algorithms: ['md5', 'sha-512'], unencodedDigest: 'md5' }))
-  t.match(signed, { unencoded: true, signatures: [{ label: 'sig0' }], signed: null }, 'unsolicited signature: these fields are the signed ones')
-  t.equal(signed?.keys.size, 1)
-  const onRequest = unsolicitedOf(normalizeOptions({ integrityKeys: SRI.integrityKeys, reprDigest: 'sha-256' }))
-  t.match(onRequest, { unencoded: false, repr: true, signatures: [] }, 'keys, nothing signed unasked')
-  t.match(onRequest?.signed, { unencoded: true, repr: true, signatures: [] }, 'signed on request: Unencoded-Digest too')
-  t.equal(onRequest?.signed?.write?.('x'), `sha-256=:${computeDigest('sha-256', 'x').toString('base64')}:`, 'one value: the sha-2 Repr-Digest\'s')
-  t.equal(unsolicitedOf(normalizeOptions({ integrityKeys: SRI.integrityKeys, algorithms: ['md5', 'sha-256'], reprDigest: 'md5' }))?.signed, null, 'md5 Repr-Digest and sha-256 Unencoded-Digest: no shared value')
-  t.equal(signed?.write?.('x'), `sha-512=:${computeDigest('sha-512', 'x').toString('base64')}:`, 'its Unencoded-Digest: sha-2 only')
-  const both = unsolicitedOf(normalizeRouteOptions(normalizeOptions(BOTH), { conditional: false }, 'GET', '/') as ReturnType<typeof normalizeOptions>)
-  t.equal(both?.conditional, false)
-  t.equal(both?.content, true)
-  t.equal(both?.repr, true)
-  t.equal(both?.write?.('hello'), 'sha-256=:LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=:')
 })
 
 test('union: the first list itself when the second adds nothing (no allocation)', async (t) => {
@@ -293,5 +295,5 @@ test('plans of two responses share one hidden class', async (t) => {
   const sameClass = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: unknown, b: unknown) => boolean
   const params = normalizeOptions(BOTH)
   const payload: PayloadFacts = { kind: 'bytes', live: false, status: 200 }
-  t.equal(sameClass(planResponse(FACTS, params, payload), planResponse(FACTS, params, payload)), true)
+  t.equal(sameClass(planResponse(factsOf(), params, payload), planResponse(factsOf(), params, payload)), true)
 })

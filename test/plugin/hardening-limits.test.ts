@@ -12,7 +12,6 @@
 // * the whole-file digest cache holds at most fileCacheSize files.
 import { test } from 'tap'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -23,7 +22,6 @@ import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions } from '../../types/index'
 import digestFields = require('../../lib/index')
-import { FileDigestCache } from '../../lib/core/file-cache'
 import { buildApp, pattern } from '../helpers'
 import { heapAfterGc, spyHashing, type HashSpy } from './hardening-helpers'
 
@@ -230,14 +228,4 @@ test('the whole-file digest cache is bounded by fileCacheSize: evicted files are
     const expected = fileCacheSize >= names.length ? names.length : names.length * 2
     t.equal(spy.passes.get('sha-256'), expected, `fileCacheSize ${fileCacheSize}: ${expected} hashing passes for 12 requests of 6 files`)
   }
-  // The cache itself, and its ETag aliases, never hold more than their bound.
-  const cache = new FileDigestCache(3, { hash: async (_file, algorithms) => new Map(algorithms.map((a) => [a, Buffer.alloc(32)])) })
-  for (let i = 0; i < 1000; i++) {
-    const path = join(dir, `virtual-${i}`)
-    await cache.digests({ path, stat: { ...statSync(dir), size: i } }, ['sha-256'])
-    cache.remember(`alias-${i}`, path)
-  }
-  t.equal(cache.size, 3)
-  t.equal(cache.recall('alias-0'), null, 'old aliases evicted')
-  t.equal(cache.recall('alias-999'), join(dir, 'virtual-999'))
 })

@@ -1,24 +1,15 @@
 // The content stage: the route's last onSend hook, after @fastify/compress
-// (docs/design.md, "Where the hooks run"). It sees the bytes that will be
-// sent and computes what the plan asks: Buffers are hashed once, when no
-// coding changed them; streams are hashed chunk by chunk as they flow and
-// their digests travel as trailers (when the client allows them) or as
-// headers after buffering at most `maxBufferSize` bytes (docs/design.md,
-// "Streams and trailers"). A 206's part is hashed as it flows (trailers),
-// buffered when it fits in maxBufferSize, or else read from the file before
-// sending.
-import { pipeline, type Readable } from 'node:stream'
+// (docs/design.md, "Where the hooks run", "Streams and trailers"). It hashes
+// the bytes sent: a Buffer once; a stream as it flows, its digests as
+// trailers when the client accepts them (RFC 9530 §2, §3), else as headers
+// after buffering at most maxBufferSize bytes, else omitted and reported.
+import { pipeline } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults } from '../../core/digest-stream'
-import type { DigestParams } from '../../core/digest-params'
-import { digestFieldOf } from '../../core/fields'
-import { getDeclared } from './declared'
-import { hashFile, type ByteRange } from '../../core/file-cache'
-import type { FileResponse } from './static-files'
-import { union, type ResponsePlan } from '../../core/response-plan'
-import { declareTrailer, decidePrecondition, emitFields, reprDigests, setField, unencodedDigests, wholeOf, writeShared } from './emit'
-import { commaSeparatedTrailer } from '../../core/trailer-field'
+import { DigestTransform, collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
+import { union } from '../../core/response-plan'
+import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, setField, unencodedDigests, wholeOf } from './emit'
 import { TrailerHook } from './field-hook'
+import { fileContent } from './static-files'
 import type { Payload, ResponseState } from './reply-state'
 
 /** A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's. */
@@ -43,14 +34,6 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
   } else {
     const bytes = (payload ?? '') as string | Buffer
     const unchanged = bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding
-    const unencoded = plan.unencoded.length > 0
-    if (unchanged && !partial && plan.shared !== null && getDeclared(reply) === null && (!unencoded || state.identityUncoded)) {
-      // The usual response: the bytes sent are the uncoded representation
-      // and the digests are only sent, so every field is one value, hashed
-      // and serialized in one step.
-      writeShared(reply, digestFieldOf(plan.shared, bytes, plan.mode.strict) as string, plan.content.length > 0, plan.repr.length > 0, unencoded, plan.signatures)
-      return payload
-    }
     if (unchanged) {
       // Nothing changed the bytes, or a hook after the representation stage
       // replaced them without a content coding (a route-level onSend hook of
@@ -64,71 +47,6 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
     }
   }
   return emitFields(reply, payload, state, content, identity)
-}
-
-/**
- * Whether a 206's Content-Digest is read from the file before sending: it
- * can go neither as a trailer nor buffered within maxBufferSize.
- */
-export function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: ByteRange): boolean {
-  return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
-}
-
-/** What the stream must match at its end: the digests the response is sent with. */
-function expect (stream: CheckedStream, digests: DigestResults): void {
-  for (const [a, v] of digests) stream.expected.set(a, v)
-}
-
-/** emitFields() for a file's stream, releasing the file when the answer is a 406 instead. */
-function emitFileFields (
-  reply: FastifyReply, stream: CheckedStream, state: ResponseState, content: DigestResults | null
-): Payload {
-  const out = emitFields(reply, stream, state, content, state.repr)
-  if (out !== stream) stream.destroy()
-  return out
-}
-
-/**
- * Content stage of a GET for a file, or null when the file's stream is to
- * be hashed as any stream. The whole file sent unchanged: its content digest
- * is the file's (cache). A 206's part: trailers or buffering as for any
- * stream, or, when neither is possible, the range hashed from the file
- * before sending. A file coded by @fastify/compress: as any stream.
- */
-async function fileContent (
-  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
-): Promise<Payload | null> {
-  const { plan, params } = state
-  const stream = state.fileStream as CheckedStream
-  const range = file.range
-  if (!plan.reprOfContent) {
-    // The representation digest is known now: decide the 406 rule before
-    // anything is sent, so the content digest can still go as a trailer.
-    const refused = decidePrecondition(reply, state, reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.reprNeeded))
-    if (refused !== null) {
-      stream.destroy()
-      ;(payload as Readable).destroy()
-      return refused
-    }
-  }
-  if (payload !== stream) return null
-  if (range === null) {
-    if (file.stale) return null
-    // Often already at hand from the representation stage (even with fileCacheSize 0).
-    const needed = plan.contentHashed
-    const known = state.fileCoded
-    const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, needed)
-    if (content === null) return null
-    expect(stream, content)
-    return emitFileFields(reply, stream, state, content)
-  }
-  if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)
-  if (!partReadFromFile(plan, params, range)) return null
-  // Neither trailers nor a buffer: read the part from the file first.
-  const content = await hashFile(file, plan.content, range)
-  if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
-  else expect(stream, content)
-  return emitFileFields(reply, stream, state, content)
 }
 
 /** Content stage for streams: trailers when the plan allows them, else buffer up to maxBufferSize. */
@@ -168,12 +86,12 @@ export async function streamedContent (
     const strict = plan.mode.strict
     const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
     declareTrailer(reply, 'content-digest', plan.content, strict, () => hasher.digests, hook)
-    if (state.file !== null && !plan.reprOfContent) {
+    if (state.file !== null && plan.reprFrom !== 'content') {
       // A file's representation digest is known before any byte is sent.
       setField(reply, 'repr-digest', reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.repr), plan.repr, strict)
     } else {
       declareTrailer(reply, 'repr-digest', plan.repr, strict, (r) =>
-        reprDigests(r, plan.reprOfContent ? hasher.digests : identityOf(), plan.repr), hook)
+        reprDigests(r, plan.reprFrom === 'content' ? hasher.digests : identityOf(), plan.repr), hook)
     }
     if (state.file !== null) {
       // So is a file's Unencoded-Digest (its identity file's).
@@ -181,7 +99,7 @@ export async function streamedContent (
     } else {
       declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), hook)
     }
-    commaSeparatedTrailer(reply.raw)
+    commaSeparatedTrailer(reply)
     return hasher
   }
 

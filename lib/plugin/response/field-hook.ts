@@ -1,16 +1,15 @@
 // The onDigestFields option (docs/design.md, "Signing responses"): a hook
 // called once a response's digest fields are final and before they are
 // written, whose fields are added in the same section. A signer (RFC 9421)
-// needs exactly this: a signature covering Content-Digest protects the
-// content only when it is computed from the digest that is sent.
+// needs exactly this: a signature over Content-Digest protects the content
+// only when it is computed from the digest that is sent.
 //
 // A hook that fails never lets the response go out as if it had run:
 // * headers: the error goes to fastify's error handling (an onSend hook's
-//   error, fastify lib/hooks.js onSendHookRunner → lib/reply.js
+//   error: fastify lib/hooks.js onSendHookRunner → lib/reply.js
 //   wrapOnSendEnd → onErrorHook), so the reply is the error handler's;
 // * trailers: the content has gone out; the response is cut off (HTTP/1.1:
-//   no last chunk, RFC 9112 §7.1; HTTP/2: RST_STREAM, RFC 9113 §8.1), as a
-//   file that changed while sent is (lib/plugin/response/representation.ts).
+//   no last chunk, RFC 9112 §7.1; HTTP/2: RST_STREAM, RFC 9113 §8.1).
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -21,12 +20,13 @@ import type { Payload } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
 type RawResponse = ServerResponse | Http2ServerResponse
-type Fields = Partial<Record<DigestFieldName, string>>
 type DigestFieldName = 'content-digest' | 'repr-digest' | 'unencoded-digest'
+type Fields = Partial<Record<DigestFieldName, string>>
+type Added = Array<[string, string]>
 
 const DIGEST_FIELDS: readonly DigestFieldName[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
-/** The digest fields set as headers on `reply`, or null when there is none. */
+/** The digest fields set as headers on `reply`, added to `into`; null when there is none. */
 function headerFields (reply: FastifyReply, into: Fields = {}): Fields | null {
   let any = false
   for (const name of DIGEST_FIELDS) {
@@ -43,14 +43,11 @@ function failure (err: unknown): Error {
   return new FST_DIGEST_FIELD_HOOK_FAILED(err instanceof Error ? err.message : describe(err), { cause: err })
 }
 
-/**
- * The hook's fields, checked: an object of strings, naming no digest field
- * (the hook adds fields; the digests it was given are the ones sent).
- */
-function addedFields (result: AddedFields): Array<[string, string]> {
+/** The hook's fields, checked: an object of strings, naming no digest field (the digests given are the ones sent). */
+function addedFields (result: AddedFields): Added {
   if (result === undefined || result === null) return []
   if (typeof result !== 'object') throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
-  const out: Array<[string, string]> = []
+  const out: Added = []
   for (const [name, value] of Object.entries(result) as Array<[string, unknown]>) {
     // Field lines of one name combine into one comma-separated value (RFC 9110 §5.3).
     const line = Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') : value
@@ -61,17 +58,13 @@ function addedFields (result: AddedFields): Array<[string, string]> {
   return out
 }
 
-function isPromise (value: unknown): value is Promise<AddedFields> {
-  return typeof (value as Promise<unknown> | null)?.then === 'function'
-}
-
-/** Call `hook`; `then` receives its fields, `fail` its failure (never both). */
+/** Call `hook`; `then` gets its checked fields, `fail` its failure (never both). Synchronous when the hook is. */
 function run (
   hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, fields: DigestFieldValues,
-  then: (added: Array<[string, string]>) => void, fail: (err: Error) => void
+  then: (added: Added) => void, fail: (err: Error) => void
 ): void {
   const settle = (result: AddedFields): void => {
-    let added: Array<[string, string]>
+    let added: Added
     try {
       added = addedFields(result)
     } catch (err) {
@@ -87,60 +80,32 @@ function run (
     fail(failure(err))
     return
   }
-  if (isPromise(result)) result.then(settle, (err: unknown) => fail(failure(err)))
-  else settle(result)
+  if (typeof (result as Promise<unknown> | null)?.then === 'function') (result as Promise<AddedFields>).then(settle, (err: unknown) => fail(failure(err)))
+  else settle(result as AddedFields)
 }
 
 /**
- * The header section: call the hook with the digest headers set on the
- * reply and add its fields as headers; no digest header, no call. A failure
- * is the reply's error (`done(err)`). No closure on the synchronous path:
- * this runs for every signed response.
+ * The header section: the hook gets the digest headers set on the reply and
+ * its fields are added as headers; no digest header, no call. On failure the
+ * digests (of a payload that is not sent) go, and the error is the reply's.
  */
-export function hookHeaders (
-  hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done
-): void {
+export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
   const fields = headerFields(reply)
   if (fields === null) {
     done(null, payload)
     return
   }
-  let result: AddedFields | Promise<AddedFields>
-  try {
-    result = hook(request, reply, Object.freeze(fields))
-  } catch (err) {
-    headersFailed(reply, err, done)
-    return
-  }
-  if (isPromise(result)) {
-    result.then((r) => { headersAdded(reply, r, payload, done) }, (err: unknown) => { headersFailed(reply, err, done) })
-  } else {
-    headersAdded(reply, result, payload, done)
-  }
+  run(hook, request, reply, fields, (added) => {
+    for (const [name, value] of added) reply.header(name, value)
+    done(null, payload)
+  }, (err) => {
+    for (const name of DIGEST_FIELDS) reply.removeHeader(name)
+    done(err)
+  })
 }
 
-function headersAdded (reply: FastifyReply, result: AddedFields, payload: Payload, done: Done): void {
-  let added: Array<[string, string]>
-  try {
-    added = addedFields(result)
-  } catch (err) {
-    headersFailed(reply, err, done)
-    return
-  }
-  for (const [name, value] of added) reply.header(name, value)
-  done(null, payload)
-}
-
-function headersFailed (reply: FastifyReply, err: unknown, done: Done): void {
-  // They are the digests of a payload that is not sent: the error's answer
-  // gets its own, or none when fastify's last resort writes it
-  // (lib/error-handler.js fallbackErrorHandler: the reply's headers as set).
-  for (const name of DIGEST_FIELDS) reply.removeHeader(name)
-  done(failure(err))
-}
-
-/** `addTrailers` adding `extra` to the trailers it is given (HTTP/1.1's replaces what an earlier call added). */
-function withAdded (addTrailers: RawResponse['addTrailers'], extra: Array<[string, string]>): RawResponse['addTrailers'] {
+/** `addTrailers` adding `extra` to the trailers it is given. */
+function withAdded (addTrailers: RawResponse['addTrailers'], extra: Added): RawResponse['addTrailers'] {
   return function addTrailersWithAdded (this: RawResponse, trailers: Record<string, string>) {
     addTrailers.call(this, { ...trailers, ...Object.fromEntries(extra) })
   } as RawResponse['addTrailers']
@@ -150,24 +115,19 @@ function withAdded (addTrailers: RawResponse['addTrailers'], extra: Array<[strin
 type TrailerDone = (err: Error | null, value?: string) => void
 
 /**
- * The trailer section: the digest trailers' callbacks, which fastify calls
- * together once the content has been sent (lib/reply.js sendTrailer), wait
- * here until all are known; the hook is then called with them (and any digest
- * field sent as a header), and its fields are added to the trailers. They go
- * out though `Trailer` could not announce them: RFC 9110 §6.6.2 recommends
- * announcing trailers, it does not require it.
+ * The trailer section: fastify calls the digest trailers' callbacks together
+ * once the content is sent (lib/reply.js sendTrailer); they wait here until
+ * all are known, the hook is called with them (and any digest header), and
+ * its fields join the trailers, passed to the raw response's addTrailers,
+ * which fastify calls once (docs/design.md, "What this plugin relies on").
+ * `Trailer` cannot announce them: RFC 9110 §6.6.2 recommends, not requires it.
  */
 export class TrailerHook {
   private declared = 0
   private readonly values: Array<[DigestFieldName, string | null, TrailerDone]> = []
 
-  constructor (
-    private readonly hook: DigestFieldsHook,
-    private readonly request: FastifyRequest,
-    private readonly reply: FastifyReply
-  ) {}
+  constructor (private readonly hook: DigestFieldsHook, private readonly request: FastifyRequest, private readonly reply: FastifyReply) {}
 
-  /** A digest trailer was declared: its value is waited for. */
   declare (): void {
     this.declared++
   }
@@ -175,10 +135,7 @@ export class TrailerHook {
   /** The value of trailer `name` (null: none). */
   settle (name: DigestFieldName, value: string | null, done: TrailerDone): void {
     this.values.push([name, value, done])
-    if (this.values.length === this.declared) this.release()
-  }
-
-  private release (): void {
+    if (this.values.length < this.declared) return
     const { reply, values } = this
     const fields: Fields = {}
     for (const [name, value] of values) if (value !== null) fields[name] = value
@@ -194,8 +151,7 @@ export class TrailerHook {
     }
     headerFields(reply, fields)
     run(this.hook, this.request, reply, fields, (added) => {
-      const raw = reply.raw
-      if (added.length > 0) raw.addTrailers = withAdded(raw.addTrailers, added)
+      if (added.length > 0) reply.raw.addTrailers = withAdded(reply.raw.addTrailers, added)
       send()
     }, (err) => {
       reply.log.error({ err }, 'fastify-digest-fields: the onDigestFields hook failed on the trailers; the response was cut off')

@@ -1,18 +1,11 @@
-// Digest fields a response was meant to carry (asked for with Want-*, or
-// configured unsolicited) but that cannot be sent: a live stream without
-// trailers, a stream larger than maxBufferSize without trailers, or a static
-// file whose digests are being hashed in the background. The
-// application is told on the reply (`reply.digestsOmitted`), and the log
-// once per route and reason, at warn, with the reason and the fix.
+// Digest fields a response was meant to carry but cannot (a live stream or
+// a stream over maxBufferSize without trailers, a file hashed in the
+// background): told on the reply (`reply.digestsOmitted`), and logged at
+// warn once per route and reason, with the fix.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestOmission, ResponseDigestField } from '../../../types/index'
+import type { DigestOmission } from '../../../types/index'
 
 export type OmissionReason = DigestOmission['reason']
-
-/** The fields of `wanted` that the reply carries neither as a header nor as a trailer. */
-export function missingFields<F extends ResponseDigestField | 'Signature'> (reply: FastifyReply, wanted: readonly F[]): F[] {
-  return wanted.filter((field) => !reply.hasHeader(field) && !reply.hasTrailer(field))
-}
 
 function fixOf (reason: OmissionReason, head: boolean, trailers: boolean, signed: boolean): string {
   // A HEAD has no content to carry trailers (RFC 9110 §9.3.2): TE cannot help it.
@@ -56,7 +49,9 @@ export class OmissionLog {
    * Record on the reply that `fields` were left out for `reason`, and warn
    * once per route and reason. `trailers` is the route's trailers option.
    */
-  report (request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, fields: DigestOmission['fields'], trailers: boolean): void {
+  report (request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, wanted: DigestOmission['fields'], trailers: boolean): void {
+    // Those the reply carries neither as a header nor as a trailer.
+    const fields = wanted.filter((field) => !reply.hasHeader(field) && !reply.hasTrailer(field))
     if (fields.length === 0) return
     ;(reply as { digestsOmitted: DigestOmission | null }).digestsOmitted = { reason, fields }
     const route = request.is404 ? '(404)' : `${request.method} ${request.routeOptions.url as string}`

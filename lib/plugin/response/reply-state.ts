@@ -1,6 +1,5 @@
-// What one response's stages hand each other: the plan, and the digests and
-// payloads found on the way (the representation stage fills it, the content
-// stage reads it). Set on the request (kResponseState) once planned.
+// What one response's stages hand each other (kResponseState on the request):
+// the plan, and what the representation stage found for the content stage.
 import type { DigestParams } from '../../core/digest-params'
 import type { CheckedStream, DigestResults, DigestTransform } from '../../core/digest-stream'
 import type { FileDigestCache } from '../../core/file-cache'
@@ -26,16 +25,11 @@ export interface ResponseState {
   reprBytes: number
   /** Content-Encoding as the representation stage saw it (compress sets its own later). */
   readonly reprEncoding: unknown
-  /**
-   * The identity digests (`repr`, `reprPayload`, `reprStream`) are of the
-   * uncoded representation: the route set no Content-Encoding of its own,
-   * or a pre-compressed file's original was found. Unencoded-Digest is
-   * computed only then.
-   */
+  /** The identity digests are of the uncoded representation (no coding of the route's own, or a pre-compressed file's original): Unencoded-Digest only then. */
   identityUncoded: boolean
   /** The file a @fastify/static response stands for (then `repr` holds its identity digests). */
   readonly file: FileResponse | null
-  /** Digests of the whole file as sent, coding included: strict mode's representation for HEAD and 206, and what a GET's stream must match. */
+  /** Digests of the whole file as sent, coding included (strict HEAD and 206; what a GET's stream must match). */
   fileCoded: DigestResults | null
   /** A GET's file stream as passed on: checked at its end against the digests sent with it. */
   fileStream: CheckedStream | null

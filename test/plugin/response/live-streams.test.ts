@@ -258,7 +258,7 @@ for (const transport of TRANSPORTS) {
   })
 }
 
-test('fastify\'s own Trailer field is space-separated (when this fails, fastify writes it comma-separated: remove lib/core/trailer-field.ts)', async (t) => {
+test('fastify\'s own Trailer field is space-separated (when this fails, fastify writes it comma-separated: remove commaSeparatedTrailer from lib/plugin/response/emit.ts)', async (t) => {
   failOnCrash(t)
   const app = Fastify()
   t.teardown(() => app.close())
