@@ -433,17 +433,22 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
   // answer goes out: never a success for a body that was not checked.
   state.validated = true
   state.waitingReply = sendWhenChecked(request, reply, payload, done)
-  const tap = state.tap ?? (state.stream?.started === true ? null : tapRaw(request, state))
-  if (state.checked) return
+  const stream = state.stream
   const cutOff = (): void => abandon(request, state, new FST_DIGEST_INCOMPLETE())
-  if (tap !== null) {
-    tap.limitRest(state.limit, () => {
-      abandon(request, state, new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit)))
-    }, cutOff)
-  } else {
-    request.raw.once('close', () => { if (!state.checked) cutOff() })
+  if (state.tap === null && stream?.started === true) {
+    // Hashed by the stream its reader started on: it reads on to the end;
+    // closed before it, nothing more can be checked.
+    if (stream.destroyed) return cutOff()
+    stream.once('close', cutOff)
+    stream.resume()
+    return
   }
-  state.stream?.resume()
+  const tap = state.tap ?? tapRaw(request, state)
+  if (state.checked) return
+  tap.limitRest(state.limit, () => {
+    abandon(request, state, new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit)))
+  }, cutOff)
+  stream?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
