@@ -1,21 +1,23 @@
 // Request verification, hook by hook (docs/design.md, "Request verification").
-// * onRequest (first of the route's): reads the claims and refuses what can
-//   be refused unread. A coded request is tapped at request.raw at once
-//   (source-tap.ts): a decoder may read it before the route's preParsing.
-// * preParsing (last of the route's): hands on a BodyStream that hashes what
-//   the parser reads and checks it at its end; after a decoder it hashes the
-//   decoded bytes, or carries the failure to the reader.
-// * preValidation (first): a parsed body has been checked: a failure is
-//   answered here. A body still unread is left to whoever reads it
-//   (request.raw, @fastify/multipart, a stream-passing parser): request.raw
-//   is tapped now, and a failure errors the stream being read.
+// * onRequest (first of the route's): reads the claims; refuses what can be
+//   refused unread.
+// * preParsing (instance-level, so before the route's, and before
+//   @fastify/compress's decompressor): a BodyStream hashes the bytes as
+//   received, and decodes on the side what a digest of the decoded content
+//   needs; (last of the route's) after a decoder, a second one hashes the
+//   decoded bytes. The body is checked at the end of the last one: a
+//   failure is kept for preValidation, or fails the stream once a handler
+//   reads it.
+// * preValidation (first): answers a failed parsed body. A body still
+//   unread is hashed at request.raw from now on (source-tap.ts), for the
+//   readers that bypass the streams (request.raw, @fastify/multipart).
 // * onSend (first): a success for a body not yet checked waits for its
 //   check; a failed body's answer is its problem details.
 // * onError (last): a bare error thrown for a failed or cut body is a 4xx.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
-import { digestAll, type DigestResults } from '../../core/digest-stream'
+import { digestAll, type DigestResults, type MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
@@ -53,14 +55,15 @@ export interface BodyCheck {
   limit: number
   /** Bytes were read before the verifier saw them: never verified. */
   partial: boolean
-  /** Hashes at request.raw (null: the BodyStream hashes). */
-  tap: SourceTap | null
+  /** The first stream, which hashes the bytes as received (null: preParsing has not run). */
+  head: BodyStream | null
+  /** The last stream, at whose end the body is checked. */
   stream: BodyStream | null
-  /** The stream hashes the decoded bytes (after a decoder). */
+  /** `stream` hashes the decoded bytes (after a decoder). */
   decodeHere: boolean
   side: DecodingTap | null
-  /** The route's preParsing hooks have run, or never will. */
-  routed: boolean
+  /** Hashes at request.raw instead, for a body still unread at preValidation. */
+  tap: SourceTap | null
   /** preValidation has run: a failure found now errors the stream being read. */
   validated: boolean
   /** The verdict is in `failure`. */
@@ -68,8 +71,6 @@ export interface BodyCheck {
   /** The problem details have been sent. */
   answered: boolean
   failure: Failure | null
-  /** request.raw's end, held until the route's preParsing hooks have run. */
-  heldEnd: Release | null
   waitingReply: (() => void) | null
 }
 
@@ -118,7 +119,8 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
     }
   }
   const limit = request.routeOptions.bodyLimit as number
-  const state: BodyCheck = {
+  const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
+  request[kRequestState] = {
     params,
     claims,
     coding,
@@ -128,32 +130,31 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
     limit,
     // Read by an earlier hook of the application's: not all bytes are seen.
     partial: request.raw.readableDidRead,
-    tap: null,
+    head: null,
     stream: null,
     decodeHere: false,
-    side: null,
-    routed: false,
+    side: decoders === null ? null : new DecodingTap(decoders, decoded, limit),
+    tap: null,
     validated: false,
     checked: false,
     answered: false,
     failure: null,
-    heldEnd: null,
     waitingReply: null
   }
-  request[kRequestState] = state
   setVerification(request, { verified: false, reason: 'unread', fields: [] })
-  if (coding !== null) {
-    // A decoder may read request.raw before the route's preParsing hook:
-    // hashed at the source from now on, decoded on the side for the
-    // digests of the decoded content.
-    const decoders = decoded.size > 0 ? createContentDecoders(coding) : null
-    if (decoders !== null) state.side = new DecodingTap(decoders, decoded, limit)
-    tapRaw(request, state)
-  }
   done()
 }
 
+/**
+ * The unread body is hashed at request.raw from now on, whoever reads it
+ * (request.raw, @fastify/multipart, a stream-passing parser); the streams
+ * only carry it.
+ */
 function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
+  if (state.head !== null) {
+    state.head.hasher = null
+    state.head.side = null
+  }
   const tap = new SourceTap(request.raw, state.partial ? [] : state.received, state.side, onRawEnd(request, state))
   state.tap = tap
   // A body that had fully arrived before the tap: checked now, before any reader.
@@ -162,47 +163,52 @@ function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
 }
 
 type PayloadStream = Readable & { receivedEncodedLength?: unknown }
+type ParsingDone = (err: Error | null, stream?: Readable) => void
 
-/** The last route-level preParsing hook: after any decoder. */
-export function placeStream (request: FastifyRequest, reply: FastifyReply, payload: PayloadStream, done: (err: Error | null, stream?: Readable) => void): void {
+/**
+ * An instance-level preParsing hook: fastify runs those before the
+ * route-level ones (lib/route.js), so the bytes are hashed as received,
+ * before @fastify/compress's decompressor, which a route-level hook adds.
+ */
+export function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
-  state.routed = true
-  const tap = state.tap
-  if (tap === null) {
-    // Hashed where the parser reads it.
-    state.stream = new BodyStream(payload, state.partial ? [] : state.received, Infinity)
-    state.stream.endCheck = onStreamEnd(request, state)
-    return done(null, state.stream)
-  }
-  // A stream that reports receivedEncodedLength is a decoder (as
-  // @fastify/compress's is): it gives us the decoded bytes.
-  const decodedUpstream = typeof payload.receivedEncodedLength === 'number'
+  const head = new BodyStream(payload, state.partial ? [] : state.received)
+  head.side = state.side
+  state.head = state.stream = head
+  done(null, head)
+}
+
+/** The last route-level preParsing hook: after any decoder. */
+export function placeStream (request: FastifyRequest, reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
+  const state = request[kRequestState]
+  if (state === null) return done(null, payload)
+  const head = state.head as BodyStream
   if (state.decoded.length > 0) {
-    if (decodedUpstream) {
-      tap.untapSide()
-      state.side = null
+    if (payload !== head && typeof payload.receivedEncodedLength === 'number') {
+      // A decoder (as @fastify/compress's is) gives us the decoded bytes.
+      head.side?.destroy()
+      head.side = state.side = null
       state.decodeHere = true
     } else if (state.side === null) {
-      tap.stop()
       state.answered = true
       return sendProblem(reply, undecodable(state))
     }
   }
-  if (payload !== request.raw) {
-    // Something stands between request.raw and the parser: an error of
-    // request.raw does not cross a pipe(), and @fastify/compress rewrites
-    // it, so a failure is raised on this stream, where the reader sees it.
-    const stream = new BodyStream(payload, state.decodeHere ? state.decoded : null, state.limit)
+  let stream = head
+  if (payload !== head) {
+    // Something stands between: an error of the first stream does not
+    // cross a pipe(), and @fastify/compress rewrites it, so the last stream
+    // is ours again, where the reader sees a failure.
+    stream = new BodyStream(payload, state.decodeHere ? state.decoded : null, state.limit)
     if (state.decodeHere) {
-      stream.endCheck = onStreamEnd(request, state)
+      head.endCheck = onHeadEnd(request, state)
       stream.once('close', onStreamClose(request, state))
     }
     state.stream = stream
-    payload = stream
   }
-  releaseHeldEnd(request, state)
-  done(null, payload)
+  stream.endCheck = onStreamEnd(request, state)
+  done(null, stream)
 }
 
 /**
@@ -214,26 +220,20 @@ function undecodable (state: BodyCheck): Failure {
   return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
 }
 
-function releaseHeldEnd (request: FastifyRequest, state: BodyCheck): void {
-  const held = state.heldEnd
-  state.heldEnd = null
-  if (held !== null) rawEnded(request, state, held)
-}
-
 /** The bytes received so far. */
 function bytesOf (state: BodyCheck): number {
-  return state.tap?.bytes ?? (state.stream?.hasher?.bytes as number)
+  return state.tap?.bytes ?? (state.head?.hasher as MultiDigester).bytes
 }
 
 /** The digests of the decoded content, or why there are none. */
 function decodedDigests (state: BodyCheck): DigestResults | Failure {
   if (state.decoded.length === 0) return NO_DIGESTS
   if (bytesOf(state) === 0) return digestAll(state.decoded, Buffer.alloc(0))
-  const side = state.side
-  const failure = side !== null ? side.failure : (state.stream as BodyStream).overLimit ? 'too-large' : null
+  const { side, stream } = state
+  const failure = side !== null ? side.failure : (stream as BodyStream).overLimit ? 'too-large' : null
   if (failure === 'too-large') return blankFailure(state.params, new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit)))
   if (failure === 'invalid') return blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))
-  return (side !== null ? side.digests : ((state.stream as BodyStream).hasher as { digest: () => DigestResults }).digest()) as DigestResults
+  return side !== null ? side.digests as DigestResults : ((stream as BodyStream).hasher as MultiDigester).digest()
 }
 
 /** The failure of the whole body, or null; sets request.digestVerification. */
@@ -243,8 +243,8 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
     setVerification(request, { verified: false, reason: 'unread', fields: [] })
     return params.verify === 'required' ? blankFailure(params, new FST_DIGEST_MISSING()) : null
   }
-  const receivedDigests = state.tap !== null ? state.tap.digests as DigestResults : (state.stream?.hasher as { digest: () => DigestResults }).digest()
   const bytes = bytesOf(state)
+  const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
   const decoded = decodedDigests(state)
   let fields: FieldVerification[] = []
   let failure: Failure | null
@@ -253,7 +253,7 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
       // Digests in the trailer section count too (RFC 9110 §6.5).
       const trailers = request.raw.trailers as Record<string, string> | undefined
       const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
-      const checked = check(claims, params, receivedDigests, decoded)
+      const checked = check(claims, params, received, decoded)
       fields = checked.map((c) => c.verification)
       // Under 'required' an empty body needs no digest.
       failure = judge(checked, params, params.verify === 'required' && bytes > 0)
@@ -290,36 +290,27 @@ function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release
   conclude(state, failure, () => release(failure !== null && state.validated ? failure.error : null))
 }
 
-/** The end of request.raw as tapped. */
-function rawEnded (request: FastifyRequest, state: BodyCheck, release: Release): void {
-  // Whether a stream that hashes the decoded bytes follows is known once
-  // the route's preParsing hooks have run.
-  if (!state.routed) {
-    state.heldEnd = release
-    return
-  }
-  const stream = state.stream
-  // No stream after a decoder: a failure is raised on request.raw.
-  if (stream === null || state.coding === null) return finalCheck(request, state, release)
-  if (state.decodeHere && state.tap?.bytes !== 0) return release()
-  // request.raw ends cleanly, so that the streams after it end too; a
-  // failure reaches the reader through the last one.
-  finalCheck(request, state, (err) => {
-    release()
-    if (err != null) stream.destroy(err)
-  })
-}
-
 // The end callbacks are made by these small functions, not as closures
 // inside the hooks: V8 allocates a function literal assigned straight to a
 // property in the old generation, with the request it holds (see
 // source-tap.ts).
 function onRawEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
-  return (release) => rawEnded(request, state, release)
+  return (release) => finalCheck(request, state, release)
 }
 
 function onStreamEnd (request: FastifyRequest, state: BodyCheck): (callback: Release) => void {
   return (callback) => finalCheck(request, state, callback)
+}
+
+/** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
+function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Release) => void {
+  return (callback) => {
+    if (bytesOf(state) > 0) return callback()
+    finalCheck(request, state, (err) => {
+      callback()
+      if (err != null) (state.stream as BodyStream).destroy(err)
+    })
+  }
 }
 
 /**
@@ -339,24 +330,34 @@ function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
 export function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
   const state = request[kRequestState]
   if (state === null) return done()
+  if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
   state.validated = true
   if (state.checked) return answerValidation(reply, state, done)
-  if (state.tap === null && state.stream?.origin === request.raw && !state.stream.started) {
-    // Unread so far: the handler reads it, through request.raw or the
-    // stream. Hashed at request.raw, whoever reads it.
-    if (state.stream !== null) state.stream.hasher = null
-    tapRaw(request, state)
-    if (state.checked) return answerValidation(reply, state, done)
-  }
-  if (state.tap !== null && parsesNothing(request.headers)) {
+  if (parsesNothing(request.headers)) {
     // fastify runs the handler at once for a request it takes to have no
     // body (lib/handle-request.js:55-65), whatever arrives over HTTP/2 or
-    // from a Readable injected: an empty body is judged before the handler.
-    state.tap.awaitData(() => answerValidation(reply, state, done))
-    request.raw.read(0)
+    // from a Readable injected: an empty body is judged before the handler,
+    // content is left to its reader (after a decoder: read and checked now).
+    const wake = (): void => answerValidation(reply, state, done)
+    if (state.tap !== null) {
+      state.tap.awaitData(wake)
+      request.raw.read(0)
+    } else {
+      (state.stream as BodyStream).once('close', wake).resume()
+    }
     return
   }
   done()
+}
+
+/**
+ * Nothing has read the body yet, and nothing stands between request.raw
+ * and the parser: whoever reads it now may read request.raw, bypassing the
+ * stream, so it is hashed there (or preParsing never ran).
+ */
+function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
+  const head = state.head
+  return state.tap === null && (head === null || (state.stream === head && head.origin === request.raw && !head.started))
 }
 
 function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookDone): void {
@@ -417,17 +418,12 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
     if (reply.statusCode >= 400) state.tap?.stop()
     return done(null, payload)
   }
-  if (!state.routed) {
-    // Answered before the route's preParsing hooks ran: they never will.
-    state.routed = true
-    if (state.decoded.length > 0 && state.side === null) {
-      state.tap?.stop()
-      setVerification(request, { verified: false, reason: 'failed', fields: [] })
-      conclude(state, undecodable(state))
-      return onSend(request, reply, payload, done)
-    }
-    releaseHeldEnd(request, state)
-    if (state.checked) return onSend(request, reply, payload, done)
+  if (state.head === null && state.decoded.length > 0 && state.side === null) {
+    // Answered before the route's preParsing hooks ran, which never will:
+    // nothing decodes these codings.
+    setVerification(request, { verified: false, reason: 'failed', fields: [] })
+    conclude(state, undecodable(state))
+    return onSend(request, reply, payload, done)
   }
   // Read the rest (within the route's bodyLimit) and check it before the
   // answer goes out: never a success for a body that was not checked.
@@ -435,16 +431,15 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
   state.waitingReply = sendWhenChecked(request, reply, payload, done)
   const stream = state.stream
   const cutOff = (): void => abandon(request, state, new FST_DIGEST_INCOMPLETE())
-  if (state.tap === null && stream?.started === true) {
-    // Hashed by the stream its reader started on: it reads on to the end;
-    // closed before it, nothing more can be checked.
-    if (stream.destroyed) return cutOff()
-    stream.once('close', cutOff)
-    stream.resume()
+  if (state.tap === null && !unreadRaw(request, state)) {
+    // The streams hash it: the last one is read on to its end; closed
+    // before it, nothing more can be checked.
+    const last = stream as BodyStream
+    if (last.destroyed) return cutOff()
+    last.once('close', cutOff).resume()
     return
   }
   const tap = state.tap ?? tapRaw(request, state)
-  if (state.checked) return
   tap.limitRest(state.limit, () => {
     abandon(request, state, new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit)))
   }, cutOff)

@@ -9,7 +9,7 @@ import type { DigestParams } from '../options'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { BODYLESS_METHODS, hasContent } from '../../core/claims'
-import { onError, onPreValidation, onSend, placeStream, readRequest } from './body-check'
+import { hashReceived, onError, onPreValidation, onSend, placeStream, readRequest } from './body-check'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -46,6 +46,7 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
   fastify.decorateRequest(kRequestState, null)
   fastify.decorateRequest(kVerification, null)
   fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
+  fastify.addHook('preParsing', hashReceived)
   return {
     onRoute (routeOptions, params) {
       if (params.verify === false) return null

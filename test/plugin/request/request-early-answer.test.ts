@@ -30,6 +30,11 @@ for (const transport of TRANSPORTS) {
     t.same(json(ok), { early: true, verification: { verified: false, reason: 'unread', fields: [] } }, 'the hook read the verification before the body arrived')
     const bad = await send({ path: '/early', headers: headers(sf('another body')), body: [BODY.subarray(0, 50000), BODY.subarray(50000)], delay: 20 })
     assertProblem(t, bad, 'FST_DIGEST_MISMATCH')
+    // A small body that came whole with the headers is checked at once.
+    const small = await send({ path: '/early', headers: headers(sf('small')), body: [Buffer.from('small')] })
+    t.equal(small.status, 200)
+    const smallBad = await send({ path: '/early', headers: headers(sf('other')), body: [Buffer.from('small')] })
+    assertProblem(t, smallBad, 'FST_DIGEST_MISMATCH')
   })
 
   test(`${transport}: a default-mode Repr-Digest of a coding nothing decodes, answered from onRequest: 415, not a hang`, { timeout: 15000 }, async (t) => {
