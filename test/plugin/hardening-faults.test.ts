@@ -13,8 +13,8 @@ import { test } from 'tap'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { request as httpRequest } from 'node:http'
 import { once } from 'node:events'
-import { createReadStream, renameSync, statSync, truncateSync, unlinkSync, writeFileSync, type Stats } from 'node:fs'
-import fsPromises, { mkdtemp, rm } from 'node:fs/promises'
+import { renameSync, truncateSync, unlinkSync, writeFileSync, type Stats } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -23,8 +23,6 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import compress from '@fastify/compress'
 import fastifyStatic from '@fastify/static'
 import digestFields = require('../../lib/index')
-import { FileDigestCache } from '../../lib/core/file-cache'
-import { resolveFileResponse } from '../../lib/plugin/response/static-files'
 import { pattern } from '../helpers'
 import {
   activeResources, b64, checkDigests, connections, fetchRaw, heapAfterGc, openFiles, sleep, type Received
@@ -418,56 +416,7 @@ test('static files deleted, replaced, rewritten or unreadable while served: neve
     }
   }
 
-  // Unreadable for the hashing (a permission error; root can read anything, so
-  // fs.promises.open fails here) while @fastify/send reads it: digests hashed
-  // as the bytes flow, or omitted, never wrong.
-  writeFileSync(path, original)
-  const open = fsPromises.open
-  const denied = Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' })
-  ;(fsPromises as { open: unknown }).open = async (p: string, ...rest: unknown[]) => {
-    if (p === path) throw denied
-    return await (open as (...a: unknown[]) => Promise<unknown>)(p, ...rest)
-  }
-  t.teardown(() => { (fsPromises as { open: unknown }).open = open })
-  writeFileSync(path, Buffer.concat([original, Buffer.from('!')]))
-  for (const headers of [...variants, { range: 'bytes=10-20' }]) {
-    const res = await fetchRaw(port, { path: '/victim.txt', headers })
-    t.ok(res.status === 200 || res.status === 206, `unreadable ${JSON.stringify(headers)}`)
-    t.same(checkDigests(res).wrong, [], `unreadable ${JSON.stringify(headers)}: never a wrong digest`)
-    t.ok(res.headers['content-digest'] ?? res.trailers['content-digest'], 'the Content-Digest of the bytes as they flowed')
-  }
-  const head = await fetchRaw(port, { method: 'HEAD', path: '/victim.txt' })
-  t.equal(head.status, 200)
-  t.equal(head.headers['repr-digest'], undefined, 'HEAD: the whole file could not be hashed, so no Repr-Digest')
-  ;(fsPromises as { open: unknown }).open = open
   t.same(await stillServing(port), [200, true], 'after static faults: still serving, still verifying')
-})
-
-test('the version check of a file stream: opened before, failed, or replaced', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'digest-version-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  const path = join(dir, 'f.bin')
-  writeFileSync(path, pattern(100))
-  const cache = new FileDigestCache(10)
-  const check = async (stream: ReturnType<typeof createReadStream>, stat: Stats) => {
-    const reply = { statusCode: 200, getHeader: () => undefined } as unknown as FastifyReply
-    staticHeaders(reply, stream.path as string, stat)
-    return await resolveFileResponse({ method: 'GET', url: '/f.bin', host: 'x' } as unknown as FastifyRequest, reply, stream, cache)
-  }
-  const opened = createReadStream(path, { start: 0, end: 99 })
-  await once(opened, 'ready')
-  t.match(await check(opened, statSync(path)), { stale: false }, 'a stream opened already: its descriptor is checked at once')
-  opened.destroy()
-  const failing = createReadStream(join(dir, 'missing'), { start: 0, end: 99 })
-  failing.on('error', () => {})
-  await new Promise<void>((resolve) => failing.on('close', () => resolve()))
-  t.match(await check(failing, statSync(path)), { stale: true }, 'a stream that failed to open reads no version')
-  const stat = statSync(path)
-  writeFileSync(`${path}.new`, pattern(100).reverse())
-  renameSync(`${path}.new`, path)
-  const other = createReadStream(path, { start: 0, end: 99 })
-  t.teardown(() => other.destroy())
-  t.match(await check(other, stat), { stale: true }, 'a stream of the file that replaced the one described')
 })
 
 test('a thousand aborted requests: connections, handles and heap back where they were', async (t) => {
