@@ -1,13 +1,13 @@
 // Request verification, hook by hook (docs/design.md, "Request verification").
 // * onRequest (first of the route's): reads the claims; refuses what can be
 //   refused unread.
-// * preParsing (instance-level, so before the route's, and before
-//   @fastify/compress's decompressor): a BodyStream hashes the bytes as
-//   received, and decodes on the side what a digest of the decoded content
-//   needs; (last of the route's) after a decoder, a second one hashes the
-//   decoded bytes. The body is checked at the end of the last one: a
-//   failure is kept for preValidation, or fails the stream once a handler
-//   reads it.
+// * preParsing, instance-level (fastify runs those before the route's,
+//   lib/route.js, so before @fastify/compress's decompressor): a BodyStream
+//   hashes the bytes as received and decodes on the side what a digest of
+//   the decoded content needs. The route's last: after a decoder, another
+//   hashes the decoded bytes. The body is checked at the end of the last
+//   one: a failure is kept for preValidation, or errors the stream once a
+//   handler reads it.
 // * preValidation (first): answers a failed parsed body. A body still
 //   unread is hashed at request.raw from now on (source-tap.ts), for the
 //   readers that bypass the streams (request.raw, @fastify/multipart).
@@ -33,62 +33,61 @@ import { BodyStream } from './body-stream'
 
 type HookDone = (err?: Error) => void
 type SendDone = (err: Error | null, payload?: unknown) => void
+type ParsingDone = (err: Error | null, stream?: Readable) => void
 type Release = (err?: Error | null) => void
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Request verification's state (null: nothing is checked). */
     [kRequestState]: BodyCheck | null
   }
 }
 
-export interface BodyCheck {
-  params: DigestParams
-  claims: Claim[]
-  /** The content codings as contentCoding() gives them (null: none). */
-  coding: string | null
-  /** The fields checked over the decoded content, for error messages. */
-  decodedFields: string
-  received: DigestAlgorithm[]
-  decoded: DigestAlgorithm[]
-  /** The route's bodyLimit, which caps decoding. */
-  limit: number
-  /** Bytes were read before the verifier saw them: never verified. */
-  partial: boolean
-  /** The first stream, which hashes the bytes as received (null: preParsing has not run). */
-  head: BodyStream | null
+const failed = (): DigestVerification => ({ verified: false, reason: 'failed', fields: [] })
+
+/** A request's verification: what it claims, where it is hashed, and the verdict. */
+class BodyCheck {
+  /** The first stream: the bytes as received (null: preParsing has not run). */
+  head: BodyStream | null = null
   /** The last stream, at whose end the body is checked. */
-  stream: BodyStream | null
-  /** `stream` hashes the decoded bytes (after a decoder). */
-  decodeHere: boolean
-  side: DecodingTap | null
-  /** Hashes at request.raw instead, for a body still unread at preValidation. */
-  tap: SourceTap | null
+  stream: BodyStream | null = null
+  /** request.raw hashed instead, for a body still unread at preValidation. */
+  tap: SourceTap | null = null
   /** preValidation has run: a failure found now errors the stream being read. */
-  validated: boolean
-  /** The verdict is in `failure`. */
-  checked: boolean
-  /** The problem details have been sent. */
-  answered: boolean
-  failure: Failure | null
-  waitingReply: (() => void) | null
+  validated = false
+  checked = false
+  answered = false
+  failure: Failure | null = null
+  waitingReply: (() => void) | null = null
+
+  constructor (
+    readonly params: DigestParams,
+    readonly claims: Claim[],
+    readonly coding: string | null,
+    /** The fields checked over the decoded content, for error messages. */
+    readonly decodedFields: string,
+    readonly received: DigestAlgorithm[],
+    readonly decoded: DigestAlgorithm[],
+    /** The route's bodyLimit, which caps decoding. */
+    readonly limit: number,
+    /** Read before the verifier saw it: never verified. */
+    readonly partial: boolean,
+    public side: DecodingTap | null
+  ) {}
 }
 
 export function setVerification (request: FastifyRequest, verification: DigestVerification): void {
   request[kVerification] = verification
 }
 
-/** Sends `failure` as the answer. */
 function sendProblem (reply: FastifyReply, failure: Failure): void {
-  // A Buffer: fastify would append `; charset=utf-8` to a JSON type for a
-  // string, and application/problem+json defines no charset parameter.
+  // A Buffer: for a string fastify appends `; charset=utf-8`, a parameter
+  // application/problem+json does not define.
   reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
     .send(Buffer.from(JSON.stringify(failure.problem)))
 }
 
 /** The first route-level onRequest hook. */
 export function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
-  // Nothing to check (request.digestVerification says why when read).
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
   const coding = contentCoding(headers['content-encoding'])
@@ -101,7 +100,6 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
   // Values no algorithm can produce are refused before reading anything.
   const invalid = judge(check(claims, params, NO_DIGESTS, NO_DIGESTS), params, false)
   if (invalid !== null) return sendProblem(reply, invalid)
-
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
   const decodedFields = collectAlgorithms(received, decoded, claims, announcedTrailers(headers.trailer, params), params, coding)
@@ -120,56 +118,17 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
   }
   const limit = request.routeOptions.bodyLimit as number
   const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
-  request[kRequestState] = {
-    params,
-    claims,
-    coding,
-    decodedFields,
-    received: [...received],
-    decoded: [...decoded],
-    limit,
-    // Read by an earlier hook of the application's: not all bytes are seen.
-    partial: request.raw.readableDidRead,
-    head: null,
-    stream: null,
-    decodeHere: false,
-    side: decoders === null ? null : new DecodingTap(decoders, decoded, limit),
-    tap: null,
-    validated: false,
-    checked: false,
-    answered: false,
-    failure: null,
-    waitingReply: null
-  }
+  const side = decoders === null ? null : new DecodingTap(decoders, decoded, limit)
+  // Read by an earlier hook of the application's: not all bytes are seen.
+  const partial = request.raw.readableDidRead
+  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, [...received], [...decoded], limit, partial, side)
   setVerification(request, { verified: false, reason: 'unread', fields: [] })
   done()
 }
 
-/**
- * The unread body is hashed at request.raw from now on, whoever reads it
- * (request.raw, @fastify/multipart, a stream-passing parser); the streams
- * only carry it.
- */
-function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
-  if (state.head !== null) {
-    state.head.hasher = null
-    state.head.side = null
-  }
-  const tap = new SourceTap(request.raw, state.partial ? [] : state.received, state.side, onRawEnd(request, state))
-  state.tap = tap
-  // A body that had fully arrived before the tap: checked now, before any reader.
-  tap.checkEnded()
-  return tap
-}
-
 type PayloadStream = Readable & { receivedEncodedLength?: unknown }
-type ParsingDone = (err: Error | null, stream?: Readable) => void
 
-/**
- * An instance-level preParsing hook: fastify runs those before the
- * route-level ones (lib/route.js), so the bytes are hashed as received,
- * before @fastify/compress's decompressor, which a route-level hook adds.
- */
+/** The instance-level preParsing hook. */
 export function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
@@ -184,12 +143,13 @@ export function placeStream (request: FastifyRequest, reply: FastifyReply, paylo
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
   const head = state.head as BodyStream
+  let decodeHere = false
   if (state.decoded.length > 0) {
     if (payload !== head && typeof payload.receivedEncodedLength === 'number') {
       // A decoder (as @fastify/compress's is) gives us the decoded bytes.
       head.side?.destroy()
       head.side = state.side = null
-      state.decodeHere = true
+      decodeHere = true
     } else if (state.side === null) {
       state.answered = true
       return sendProblem(reply, undecodable(state))
@@ -200,27 +160,44 @@ export function placeStream (request: FastifyRequest, reply: FastifyReply, paylo
     // Something stands between: an error of the first stream does not
     // cross a pipe(), and @fastify/compress rewrites it, so the last stream
     // is ours again, where the reader sees a failure.
-    stream = new BodyStream(payload, state.decodeHere ? state.decoded : null, state.limit)
-    if (state.decodeHere) {
+    stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null, state.limit)
+    if (decodeHere) {
       head.endCheck = onHeadEnd(request, state)
       stream.once('close', onStreamClose(request, state))
     }
-    state.stream = stream
   }
   stream.endCheck = onStreamEnd(request, state)
   done(null, stream)
 }
 
-/**
- * The 415 of digests of the decoded content whose codings nothing decodes
- * for the route, naming the codings decoded here (RFC 9110 §15.5.16).
- */
+/** The 415 of digests of decoded content whose codings nothing decodes, naming those decoded here (RFC 9110 §15.5.16). */
 function undecodable (state: BodyCheck): Failure {
   const error = new FST_DIGEST_UNSUPPORTED_ENCODING(state.decodedFields, state.coding)
   return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
 }
 
-/** The bytes received so far. */
+/**
+ * Nothing has read the body, and nothing stands between request.raw and
+ * the parser (or preParsing never ran): whoever reads it now may read
+ * request.raw, bypassing the stream.
+ */
+function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
+  const head = state.head
+  return state.tap === null && (head === null || (state.stream === head && head.origin === request.raw && !head.started))
+}
+
+/** Hashes the unread body at request.raw from now on, whoever reads it; the stream only carries it. */
+function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
+  if (state.head !== null) {
+    state.head.hasher = null
+    state.head.side = null
+  }
+  const tap = state.tap = new SourceTap(request.raw, state.partial ? [] : state.received, state.side, onRawEnd(request, state))
+  // A body that had fully arrived: checked now, before any reader.
+  tap.checkEnded()
+  return tap
+}
+
 function bytesOf (state: BodyCheck): number {
   return state.tap?.bytes ?? (state.head?.hasher as MultiDigester).bytes
 }
@@ -246,30 +223,28 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const bytes = bytesOf(state)
   const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
   const decoded = decodedDigests(state)
+  if (!(decoded instanceof Map)) {
+    setVerification(request, failed())
+    return decoded
+  }
   let fields: FieldVerification[] = []
   let failure: Failure | null
-  if (decoded instanceof Map) {
-    try {
-      // Digests in the trailer section count too (RFC 9110 §6.5).
-      const trailers = request.raw.trailers as Record<string, string> | undefined
-      const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
-      const checked = check(claims, params, received, decoded)
-      fields = checked.map((c) => c.verification)
-      // Under 'required' an empty body needs no digest.
-      failure = judge(checked, params, params.verify === 'required' && bytes > 0)
-    } catch (err) {
-      failure = blankFailure(params, err as DigestError)
-    }
-  } else {
-    failure = decoded
+  try {
+    // Digests in the trailer section count too (RFC 9110 §6.5).
+    const trailers = request.raw.trailers as Record<string, string> | undefined
+    const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
+    const checked = check(claims, params, received, decoded)
+    fields = checked.map((c) => c.verification)
+    // Under 'required' an empty body needs no digest.
+    failure = judge(checked, params, params.verify === 'required' && bytes > 0)
+  } catch (err) {
+    failure = blankFailure(params, err as DigestError)
   }
-  setVerification(request, failure === null
-    ? summarize(fields, bytes === 0 ? 'no-body' : 'no-digest')
-    : { verified: false, reason: 'failed', fields })
+  setVerification(request, failure === null ? summarize(fields, bytes === 0 ? 'no-body' : 'no-digest') : { verified: false, reason: 'failed', fields })
   return failure
 }
 
-/** Records the verdict; `release` (if any) ends or fails the stream; then a reply waiting for it is woken. */
+/** Records the verdict; `release` ends or fails the stream; then a reply waiting for it goes on. */
 function conclude (state: BodyCheck, failure: Failure | null, release?: () => void): void {
   state.checked = true
   state.failure = failure
@@ -279,11 +254,7 @@ function conclude (state: BodyCheck, failure: Failure | null, release?: () => vo
   waiting?.()
 }
 
-/**
- * The final check. Before preValidation (a parser reads) the stream ends
- * cleanly and preValidation answers a failure; after it (a handler reads)
- * `release` gets the error.
- */
+/** The final check: before preValidation (a parser reads) the stream ends cleanly; after it, `release` gets the error. */
 function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release): void {
   if (state.checked) return release()
   const failure = judgeBody(request, state)
@@ -292,8 +263,7 @@ function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release
 
 // The end callbacks are made by these small functions, not as closures
 // inside the hooks: V8 allocates a function literal assigned straight to a
-// property in the old generation, with the request it holds (see
-// source-tap.ts).
+// property in the old generation, with the request it holds (source-tap.ts).
 function onRawEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
   return (release) => finalCheck(request, state, release)
 }
@@ -313,15 +283,11 @@ function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Relea
   }
 }
 
-/**
- * The decoded stream closed before its end (the decoder failed, or its
- * reader gave up): nothing was verified, and a reply waiting for the check
- * gets the failure.
- */
+/** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
 function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
   return () => {
     if (state.checked) return
-    setVerification(request, { verified: false, reason: 'failed', fields: [] })
+    setVerification(request, failed())
     conclude(state, state.waitingReply === null ? null : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
   }
 }
@@ -332,32 +298,18 @@ export function onPreValidation (request: FastifyRequest, reply: FastifyReply, d
   if (state === null) return done()
   if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
   state.validated = true
-  if (state.checked) return answerValidation(reply, state, done)
-  if (parsesNothing(request.headers)) {
-    // fastify runs the handler at once for a request it takes to have no
-    // body (lib/handle-request.js:55-65), whatever arrives over HTTP/2 or
-    // from a Readable injected: an empty body is judged before the handler,
-    // content is left to its reader (after a decoder: read and checked now).
-    const wake = (): void => answerValidation(reply, state, done)
-    if (state.tap !== null) {
-      state.tap.awaitData(wake)
-      request.raw.read(0)
-    } else {
-      (state.stream as BodyStream).once('close', wake).resume()
-    }
-    return
+  if (state.checked || !parsesNothing(request.headers)) return answerValidation(reply, state, done)
+  // fastify runs the handler at once for a request it takes to have no
+  // body (lib/handle-request.js:55-65), whatever arrives over HTTP/2 or from
+  // a Readable injected: an empty body is judged before the handler,
+  // content is left to its reader (after a decoder: read and checked now).
+  const wake = (): void => answerValidation(reply, state, done)
+  if (state.tap !== null) {
+    state.tap.awaitData(wake)
+    request.raw.read(0)
+  } else {
+    (state.stream as BodyStream).once('close', wake).resume()
   }
-  done()
-}
-
-/**
- * Nothing has read the body yet, and nothing stands between request.raw
- * and the parser: whoever reads it now may read request.raw, bypassing the
- * stream, so it is hashed there (or preParsing never ran).
- */
-function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
-  const head = state.head
-  return state.tap === null && (head === null || (state.stream === head && head.origin === request.raw && !head.started))
 }
 
 function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookDone): void {
@@ -366,11 +318,7 @@ function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookDone
   sendProblem(reply, state.failure)
 }
 
-/**
- * Whether `payload` is fastify's default error body (its default error
- * handler's serialization: statusCode, code, error, message), e.g. for the
- * digest error a handler rethrew.
- */
+/** Whether `payload` is fastify's default error body (lib/error-handler.js: statusCode, code, error, message), e.g. for the digest error a handler rethrew. */
 function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
   if (typeof payload !== 'string') return false
   try {
@@ -392,7 +340,7 @@ function sendWhenChecked (request: FastifyRequest, reply: FastifyReply, payload:
 /** The rest of the body cannot be checked: the waiting reply gets `error`'s failure. */
 function abandon (request: FastifyRequest, state: BodyCheck, error: DigestError): void {
   if (state.checked) return
-  setVerification(request, { verified: false, reason: 'failed', fields: [] })
+  setVerification(request, failed())
   conclude(state, blankFailure(state.params, error, { connection: 'close' }))
 }
 
@@ -402,10 +350,8 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
   if (state === null || state.answered) return done(null, payload)
   const failure = state.failure
   if (state.checked) {
-    if (failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) {
-      // Passed, or an error handler of the application's answered.
-      return done(null, payload)
-    }
+    // Passed, or an error handler of the application's answered.
+    if (failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
     state.answered = true
     // Whatever the handler meant to send, the answer is the problem.
     if (isStream(payload)) payload.destroy()
@@ -413,27 +359,25 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
     return done(null, JSON.stringify(failure.problem))
   }
   if (reply.statusCode >= 400 || isStream(payload)) {
-    // An error answer claims nothing about the body. A stream may be fed by
-    // the body itself (an echo): it cannot wait for the end.
+    // An error answer claims nothing about the body; a stream may be fed by
+    // the body itself (an echo) and cannot wait for its end.
     if (reply.statusCode >= 400) state.tap?.stop()
     return done(null, payload)
   }
   if (state.head === null && state.decoded.length > 0 && state.side === null) {
-    // Answered before the route's preParsing hooks ran, which never will:
-    // nothing decodes these codings.
-    setVerification(request, { verified: false, reason: 'failed', fields: [] })
+    // Answered before preParsing, which never runs now: nothing decodes these codings.
+    setVerification(request, failed())
     conclude(state, undecodable(state))
     return onSend(request, reply, payload, done)
   }
-  // Read the rest (within the route's bodyLimit) and check it before the
+  // The rest is read (within the route's bodyLimit) and checked before the
   // answer goes out: never a success for a body that was not checked.
   state.validated = true
   state.waitingReply = sendWhenChecked(request, reply, payload, done)
   const stream = state.stream
   const cutOff = (): void => abandon(request, state, new FST_DIGEST_INCOMPLETE())
-  if (state.tap === null && !unreadRaw(request, state)) {
-    // The streams hash it: the last one is read on to its end; closed
-    // before it, nothing more can be checked.
+  if (!unreadRaw(request, state) && state.tap === null) {
+    // The streams hash it: the last one is read to its end.
     const last = stream as BodyStream
     if (last.destroyed) return cutOff()
     last.once('close', cutOff).resume()
@@ -455,7 +399,7 @@ const isErrorStatus = (status: unknown): boolean => typeof status === 'number' &
  * after the body failed or was cut off (@fastify/multipart destroys its
  * file stream with a bare ERR_STREAM_PREMATURE_CLOSE), takes the failure's
  * 4xx, or 400 for a cut upload, so that fastify's default error handler
- * does not answer or log a client's bad body as a 500 (it keeps a status
+ * neither answers nor logs a client's bad body as a 500 (it keeps a status
  * already set, lib/error-status.js).
  */
 export function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
