@@ -128,10 +128,14 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
 
 type PayloadStream = Readable & { receivedEncodedLength?: unknown }
 
-/** The instance-level preParsing hook. */
+/**
+ * The instance-level preParsing hook. It runs on every route of the scope,
+ * also those of contexts created before the plugin, whose requests lack the
+ * decorator (fastify propagates hooks to existing children, not decorators).
+ */
 export function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
-  if (state === null) return done(null, payload)
+  if (state == null) return done(null, payload)
   const head = new BodyStream(payload, state.partial ? [] : state.received)
   head.side = state.side
   state.head = state.stream = head
