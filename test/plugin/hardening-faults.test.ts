@@ -419,6 +419,34 @@ test('static files deleted, replaced, rewritten or unreadable while served: neve
   t.same(await stillServing(port), [200, true], 'after static faults: still serving, still verifying')
 })
 
+test('a file stream already open when the digests are taken (an instance-level onSend hook waited for it): checked against the file described', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'digest-opened-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const original = pattern(100_000)
+  writeFileSync(join(dir, 'f.bin'), original)
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(digestFields, { contentDigest: true, reprDigest: true })
+  // Instance-level onSend hooks run before the plugin's route-level ones.
+  app.addHook('onSend', async (_request, _reply, payload) => {
+    const stream = payload as Readable & { pending?: boolean }
+    if (stream?.pending === true) await once(stream, 'ready')
+    return payload
+  })
+  await app.register(fastifyStatic, { root: dir, setHeaders: staticHeaders })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as AddressInfo).port
+  const res = await fetchRaw(port, { path: '/f.bin' })
+  t.equal(res.status, 200)
+  t.equal(res.headers['repr-digest'], sha256(original), 'the whole file, as opened')
+  t.same(checkDigests(res).wrong, [])
+  // A part of it: the whole file's Repr-Digest, the part's Content-Digest.
+  const again = await fetchRaw(port, { path: '/f.bin', headers: { range: 'bytes=0-9' } })
+  t.equal(again.status, 206)
+  t.same(again.body, original.subarray(0, 10))
+  t.equal(again.headers['repr-digest'], sha256(original))
+})
+
 test('a thousand aborted requests: connections, handles and heap back where they were', async (t) => {
   const { app, port, sources } = await serve(t, true)
   const identity = pattern(128 * 1024)
