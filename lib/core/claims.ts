@@ -1,8 +1,6 @@
-// What a request says about its content, before a byte of it is read: the
-// digest fields of its header section (and, at the end, of its trailer
-// section), the digest fields its Trailer header field announces, whether it
-// has content at all, and from that which algorithms to hash. Pure: no
-// fastify.
+// What a request claims about its content: the digest fields of its header
+// (and trailer) section, those its Trailer field announces, whether it has
+// content, and so which algorithms to hash. Pure: no fastify.
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap } from '../../types/index'
 import { parseDigestField, parseLegacyDigest } from './fields'
@@ -12,27 +10,24 @@ import { usableAlgorithms } from './compare'
 export interface ClaimPolicy {
   /** Enabled algorithms, server preference order. */
   readonly algorithms: readonly DigestAlgorithm[]
-  /** Whether the RFC 3230 Digest field is read too. */
+  /** The RFC 3230 Digest field is read too. */
   readonly legacyDigest: boolean
-  /** Strict mode: Repr-Digest is of the content as received, coding included (RFC 9530 §3). */
+  /** Repr-Digest is of the content as received, coding included (RFC 9530 §3). */
   readonly strict: boolean
 }
 
-/** A digest claim about the request content: one field, header or trailer. */
+/** One digest field of the request, header or trailer. */
 export interface Claim {
   field: DigestFieldName
   received: DigestMap
-  /**
-   * Checked over the decoded content: Unencoded-Digest of a request with a
-   * content coding (draft-ietf-httpbis-unencoded-digest §5), and Repr-Digest
-   * too in the default mode.
-   */
+  /** Checked over the decoded content. */
   decoded: boolean
 }
 
 /**
- * Whether `field` is checked over the decoded content of a request whose
- * content codings are `coding` (contentCoding()'s value, null for none).
+ * Whether `field` is checked over the decoded content of a request with
+ * content codings `coding`: Unencoded-Digest (draft-ietf-httpbis-unencoded-digest
+ * §5), and Repr-Digest in the default mode.
  */
 function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
   if (coding === null) return false
@@ -55,17 +50,13 @@ export function parsesNothing (headers: IncomingHttpHeaders): boolean {
   return headers['content-type'] === undefined && !hasContent(headers)
 }
 
-/**
- * The digest fields of a header or trailer section of a request whose
- * content codings are `coding`. Throws FST_DIGEST_INVALID_FIELD.
- */
+/** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
 export function readClaims (
   section: Record<string, string | string[] | undefined>,
   policy: ClaimPolicy,
   coding: string | null
 ): Claim[] {
-  // Reported in this order (the problem-types draft's examples list
-  // Repr-Digest first).
+  // Repr-Digest first, as the problem-types draft's examples list it.
   const claims: Claim[] = []
   const repr = parseDigestField(section['repr-digest'], 'Repr-Digest')
   if (repr !== null) claims.push({ field: 'Repr-Digest', received: repr, decoded: isDecoded('Repr-Digest', coding, policy) })

@@ -1,6 +1,6 @@
 // Hashing as bytes flow: several algorithms at once, each byte fed to each
 // hasher exactly once, chunks passed through untouched (no copies).
-import { Readable, Transform, finished, type TransformCallback } from 'node:stream'
+import { Readable, Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm, Digester } from '../../types/index'
 import { createDigester, computeDigest } from './algorithms'
 import { digestsEqual } from './compare'
@@ -149,7 +149,7 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
 }
 
 /**
- * A second consumer of the bytes flowing through a LazyDigestStream (e.g. a
+ * A second consumer of the bytes flowing through a hashing stream (e.g. a
  * decoder hashing the decoded content on the side). `write` calls `next` when
  * it can take more (backpressure); `end` calls `done` once it has finished
  * with everything it was given; `destroy` drops it, calling at once any
@@ -163,101 +163,3 @@ export interface StreamTap {
 
 /** Runs at the end of the data; an error given to `callback` replaces the clean end. */
 export type EndCheck = (callback: (err?: Error | null) => void) => void
-
-function ignoreError (): void {}
-
-/**
- * A pass-through stream over `source` that hashes what flows through it and
- * starts reading `source` only when its own consumer first reads. A route
- * that reads the original stream itself (e.g. `request.raw`) and never reads
- * this one is therefore never stalled by it.
- *
- * Errors and premature ends of `source` destroy this stream with the error.
- * When this stream is destroyed first (its consumer gave up), `source` is
- * unpiped and drained, not destroyed: destroying an HTTP request would close
- * the connection before a response can be written.
- *
- * At the end: `digests` is set, the tap (if any) is awaited, then `endCheck`
- * (if any) decides whether the stream ends cleanly or errors.
- *
- * Past `limit` bytes nothing more is hashed and `overLimit` is set: the
- * digests are then of a prefix only (a decompression bomb costs at most
- * `limit` bytes of hashing).
- */
-export class LazyDigestStream extends Transform {
-  #source: Readable | null
-  readonly #hasher: MultiDigester
-  readonly #limit: number
-  #tap: StreamTap | null = null
-  endCheck: EndCheck | null = null
-  digests: DigestResults | null = null
-  overLimit = false
-
-  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, limit = Infinity) {
-    super()
-    this.#source = source
-    this.#hasher = new MultiDigester(algorithms)
-    this.#limit = limit
-    // A consumer that stops listening must not turn a late error into an
-    // uncaught exception; consumers still get every error through their own
-    // listeners.
-    this.on('error', ignoreError)
-  }
-
-  /** Feed a second consumer too; only before the stream has started. */
-  tap (tap: StreamTap): void {
-    this.#tap = tap
-  }
-
-  /** Stop feeding the tap, and destroy it. */
-  untap (): void {
-    this.#tap?.destroy()
-    this.#tap = null
-  }
-
-  #start (): void {
-    const source = this.#source as Readable
-    this.#source = null
-    const stopWatching = finished(source, { writable: false }, (err) => {
-      if (err) this.destroy(err)
-    })
-    this.once('close', () => {
-      stopWatching()
-      source.unpipe(this)
-      // Given up before the end: drain the rest, as node does for a request
-      // body nobody reads, so a keep-alive connection can carry the next one.
-      if (!source.readableEnded) source.resume()
-    })
-    source.pipe(this)
-  }
-
-  override _read (size: number): void {
-    if (this.#source !== null) this.#start()
-    super._read(size)
-  }
-
-  override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    if (this.#hasher.bytes + chunk.length > this.#limit) this.overLimit = true
-    if (!this.overLimit) this.#hasher.update(chunk)
-    if (this.#tap === null) callback(null, chunk)
-    else this.#tap.write(chunk, () => callback(null, chunk))
-  }
-
-  override _flush (callback: TransformCallback): void {
-    this.digests = this.#hasher.digest()
-    const check = (): void => {
-      // A tap dropped because this stream was destroyed answers too: nothing
-      // is left to check then.
-      if (this.destroyed) return
-      if (this.endCheck === null) callback()
-      else this.endCheck((err) => callback(err))
-    }
-    if (this.#tap === null) check()
-    else this.#tap.end(check)
-  }
-
-  override _destroy (err: Error | null, callback: (error?: Error | null) => void): void {
-    this.#tap?.destroy()
-    callback(err)
-  }
-}

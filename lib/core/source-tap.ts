@@ -1,53 +1,40 @@
-// Hashing a request body at its source: every byte pushed into the request's
-// Readable, whoever reads it. node:http's IncomingMessage (the HTTP/1.1
-// parser calls `stream.push(chunk)` and, at the end of the message,
-// `stream.push(null)`: node lib/_http_common.js parserOnBody and
-// parserOnMessageComplete), node:http2's Http2ServerRequest (onStreamData
-// and onStreamEnd call `request.push`: lib/internal/http2/compat.js) and
-// light-my-request's Request (`this.push`) all feed their readers through
-// the instance's `push`, so taking that over covers a parser reading the
-// stream fastify hands it, a handler reading `request.raw`, and
-// @fastify/multipart piping `request.raw` into busboy alike.
+// Hashing a request body at its source, for readers that bypass the stream
+// fastify hands the parsers (request.raw, @fastify/multipart piping it into
+// busboy): every byte pushed into the request's Readable, whoever reads it.
+// node:http's IncomingMessage (lib/_http_common.js parserOnBody and
+// parserOnMessageComplete), node:http2's Http2ServerRequest
+// (lib/internal/http2/compat.js onStreamData, onStreamEnd) and
+// light-my-request's Request all feed their readers through the instance's
+// `push`, so this takes it over: an internal (docs/design.md, "What this
+// plugin relies on").
 //
 // The end is held back until it is checked: the last pushed chunk, and at
-// least `hold` bytes, stay here until the end of the data has been judged.
-// A reader therefore never sees a clean end (nor, for multipart, the
-// closing boundary) of a body whose check failed: on a failure the source
-// is destroyed with the error instead, without closing the connection, so
-// that the failure can still be answered. Pure: node:stream, no fastify.
+// least HOLD_BYTES, stay here until the end has been judged, so a reader
+// never sees a clean end (nor multipart's closing boundary) of a body that
+// failed: the source emits the error instead, and the connection stays open
+// for the answer. Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
-type Source = Readable & { push: Push, _destroy: Readable['_destroy'] }
+type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readableState: { ended: boolean } }
 
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 export const HOLD_BYTES = 1024
 
-/**
- * Runs at the end of the data, once the digests (and the side tap) are
- * done; `release(err)` then ends the source cleanly, or fails it with `err`.
- */
+/** Runs at the end, once the digests (and the side tap) are done; `release(err)` ends the source cleanly, or fails it. */
 export type TapEnd = (release: (err?: Error | null) => void) => void
 
 function noop (): void {}
 
-// The functions put on request.raw are made by the small functions below (or
-// are module-level), never written as `source.push = (…) => …`: V8's parser
-// marks a function literal assigned straight to a property as "pretenured"
-// (CheckAssigningFunctionLiteralToProperty; CreateClosure's PretenuredBit),
-// and such a closure is allocated in the old generation at once. There it
-// lives until the next mark-compact, and, being old, is a root for every
-// scavenge in between: its context (here the tap, and through it the request
-// with its body chunks) survives them and is promoted. Measured
-// (docs/benchmarks.md, "Findings"): scenario 5 with
-// --initial-old-space-size=64, 2.7-2.9 KB promoted per request and 8-9
-// mark-compacts per 400 requests with the two overrides written in the
-// constructor; 0.03 KB and none, as bare Fastify and the check by hand, with
-// them made here.
+// The functions put on the source are made by small functions, never
+// written as `source.push = (…) => …`: V8 allocates a function literal
+// assigned straight to a property in the old generation
+// (CheckAssigningFunctionLiteralToProperty), where its context, the request
+// with its body chunks, would outlive every scavenge (docs/benchmarks.md).
 
-/** `_destroy` for the source: a client's abort gets a 4xx status (see the constructor). */
+/** `_destroy` for the source: a client's abort gets status 400, as fastify gives it for a body its parsers read (lib/content-type-parser.js rawBody). */
 function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
   return function (this: Readable, error, callback) {
     if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
@@ -57,7 +44,7 @@ function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_des
   }
 }
 
-/** `_destroy` for a source whose failure has been told: leaves the connection alone (see `#end`). */
+/** `_destroy` for a source whose failure has been told: leaves the connection alone. */
 function destroyQuietly (_error: Error | null, callback: (error?: Error | null) => void): void {
   callback(null)
 }
@@ -69,16 +56,14 @@ export class SourceTap {
   #side: StreamTap | null
   #held: Buffer[] = []
   #heldBytes = 0
-  /** Bytes still allowed before `#overLimit` runs (drain mode). */
+  /** Bytes still allowed before `#overLimit` runs. */
   #allowance = Infinity
   #overLimit: (() => void) | null = null
   #wake: (() => void) | null = null
   readonly #onEnd: TapEnd
   digests: DigestResults | null = null
-  /** The source's end has been pushed (and is held back until checked). */
+  /** The source's end has been pushed. */
   ended = false
-  /** Some bytes were read before the tap was installed: the digests cannot be of the whole body. */
-  readonly partial: boolean
 
   constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: TapEnd) {
     const target = source as Source
@@ -87,17 +72,12 @@ export class SourceTap {
     this.#hasher = new MultiDigester(algorithms)
     this.#side = side
     this.#onEnd = onEnd
-    // Something may have read the body before the tap (an onRequest hook of
-    // the application's): those bytes were never seen here.
-    this.partial = source.readableDidRead
-    // Bytes the HTTP/1.1 parser pushed before the tap was installed (a body
-    // that came with the headers, while an asynchronous hook ran) wait in
-    // the source's buffer, unread: hash them too.
-    const ended = (source as unknown as { _readableState: { ended: boolean } })._readableState.ended
+    // Bytes pushed before the tap (a body that came with the headers) wait
+    // unread in the source's buffer: hashed too.
     const buffered = source.readableLength > 0 ? source.read() as Buffer : null
-    if (ended) {
+    if (target._readableState.ended) {
       // Too late to hold anything back, but nothing has been read yet: the
-      // check runs before any reader starts (see `end()`).
+      // check runs before any reader starts (checkEnded()).
       if (buffered !== null) {
         this.#hash(buffered)
         source.unshift(buffered)
@@ -106,15 +86,10 @@ export class SourceTap {
       return
     }
     target.push = SourceTap.#pushThrough(this)
-    // An upload cut off by the client (node's 'aborted', ECONNRESET) is the
-    // client's doing: give its error a 4xx status, as fastify does for a
-    // body its own parsers read (lib/content-type-parser.js rawBody), so
-    // that a handler reading request.raw that rethrows it logs no 5xx.
     target._destroy = destroyWithClientStatus(target._destroy)
     if (buffered !== null) this.#take(buffered)
   }
 
-  /** `push` for the source: every chunk through the tap (made here, not in the constructor: see above). */
   static #pushThrough (tap: SourceTap): Push {
     return (chunk, encoding) => tap.#onPush(chunk, encoding)
   }
@@ -124,30 +99,21 @@ export class SourceTap {
     return this.#hasher.bytes
   }
 
-  /** Stop feeding the side tap (it is destroyed). */
-  untapSide (): void {
-    this.#side?.destroy()
-    this.#side = null
-  }
-
   /**
    * Read the rest within `limit` more bytes: past it, `overLimit` runs and
-   * the tap stops (the source is neither ended nor failed by it); `cutOff`
-   * runs when the source closes before its end.
+   * the tap stops; `cutOff` runs when the source closes before its end.
    */
   limitRest (limit: number, overLimit: () => void, cutOff: () => void): void {
     this.#allowance = limit
     this.#overLimit = overLimit
-    // The client gone before the end: no end will come.
     this.#source.once('close', () => {
       if (this.digests === null) cutOff()
     })
   }
 
-  /** Call `wake` once, on the next tick after the first byte arrives or the end has been checked. */
+  /** Call `wake` once, on the next tick after the first byte, the checked end, or the source's close. */
   awaitData (wake: () => void): void {
     this.#wake = wake
-    // A client gone before anything arrived wakes it too.
     this.#source.once('close', () => this.#woken())
   }
 
@@ -160,12 +126,13 @@ export class SourceTap {
 
   /** Give up: hand on everything held, hash nothing more. */
   stop (): void {
-    this.untapSide()
+    this.#side?.destroy()
+    this.#side = null
     this.#source.push = this.#push
     if (!this.ended) this.#flush(false)
   }
 
-  /** Run the end check when the source had already ended before the tap. */
+  /** Run the end check when the source had ended before the tap. */
   checkEnded (): void {
     if (this.ended && this.digests === null) this.#end(false)
   }
@@ -220,19 +187,12 @@ export class SourceTap {
     this.digests = this.#hasher.digest()
     const release = (err?: Error | null): void => {
       if (!hold) return
-      if (err == null) {
-        this.#flush(true)
-        return
-      }
+      if (err == null) return this.#flush(true)
       this.#held = []
-      // Fail the body without closing the connection: every byte has
-      // arrived, so the answer can still be written. The error is emitted,
-      // not raised through destroy(): node's IncomingMessage would take its
-      // own destroy for an abort and close the socket, and light-my-request
-      // would fail the whole injected response. Readers (pipeline(), async
-      // iteration, @fastify/multipart) listen for it and destroy the source
-      // themselves: that destroy leaves the connection alone too, and emits
-      // no second error (the failure has been told).
+      // Failed without closing the connection: the error is emitted, not
+      // raised through destroy(), which node's IncomingMessage takes for an
+      // abort (it closes the socket). Readers (pipeline(), async iteration,
+      // busboy) destroy the source on it: quietly, the failure being told.
       const source = this.#source
       source._destroy = destroyQuietly
       if (source.listenerCount('error') > 0) source.emit('error', err)
@@ -241,8 +201,7 @@ export class SourceTap {
       this.#onEnd(release)
       this.#woken()
     }
-    const side = this.#side
-    if (side === null) check()
-    else side.end(check)
+    if (this.#side === null) check()
+    else this.#side.end(check)
   }
 }

@@ -263,7 +263,8 @@ test('downloads given up mid-way (destroyed, reset): every source stream and fil
   }
   t.ok(await eventually(async () => (await connections(app)) === 0), 'no connection left open')
   t.ok(await eventually(() => sources.destroyed === sources.created), `${sources.destroyed} of ${sources.created} generated sources destroyed`)
-  t.ok(await eventually(() => openFiles() <= files), `open files back to ${files} (${openFiles()})`)
+  if (files === null) t.skip('open files: no /proc/self/fd here', async () => {})
+  else t.ok(await eventually(() => (openFiles() as number) <= files), `open files back to ${files} (${String(openFiles())})`)
   // A HEAD of a streamed route larger than maxBufferSize gives up on it too.
   const head = await fetchRaw(port, { method: 'HEAD', path: '/stream?size=1048576' })
   t.equal(head.status, 200)
@@ -316,13 +317,16 @@ test('response streams that fail: before the first byte, a well-formed error wit
       t.equal(early.headers.trailer, undefined, `${where}: no trailers announced for the error`)
       const { checked, wrong } = checkDigests(early)
       t.ok(checked > 0 && wrong.length === 0, `${where}: the 500's own digests (${checked})`)
-      // Past maxBufferSize (or with trailers) the headers are gone when it fails: the response is cut.
+      // Past maxBufferSize (or with trailers) the headers are gone when it
+      // fails: the response is cut. Gzipped, the generated pattern stays
+      // within maxBufferSize: without trailers it is still buffered, and the
+      // failure is a 500 with its own digests.
       const late = await fetchRaw(port, { path: '/stream?size=1000000&fail=200000', headers }).then((r) => r, (err: Error) => err)
-      if (late instanceof Error) {
-        t.pass(`${where}: a late failure cuts the response (${late.message})`)
+      if (te || !gzip) {
+        t.match(late, { code: 'ECONNRESET', message: 'aborted' }, `${where}: a late failure cuts the response`)
       } else {
-        t.equal(late.status, 500, `${where}: within maxBufferSize a late failure is still a 500`)
-        t.same(checkDigests(late).wrong, [])
+        t.equal((late as Received).status, 500, `${where}: within maxBufferSize a late failure is still a 500`)
+        t.same(checkDigests(late as Received).wrong, [])
       }
     }
   }
@@ -394,7 +398,8 @@ test('static files deleted, replaced, rewritten or unreadable while served: neve
     })
     const where = `truncated ${JSON.stringify(headers)}`
     if (res instanceof Error) {
-      t.pass(`${where}: cut (${res.message})`)
+      // Fewer bytes than announced: the connection is cut, never ended as if whole.
+      t.match(res, { code: 'ECONNRESET', message: 'aborted' }, `${where}: cut`)
       continue
     }
     // Chunked (trailers): the framing cannot tell the copy is torn, the digests do.
@@ -442,7 +447,8 @@ test('a thousand aborted requests: connections, handles and heap back where they
   const elapsed = Date.now() - started
   t.equal(await connections(app), 0, 'no connection left open')
   t.ok(await eventually(() => sources.destroyed === sources.created), `all ${sources.created} generated sources destroyed`)
-  t.ok(await eventually(() => openFiles() <= filesBefore), 'no file descriptor left open')
+  if (filesBefore === null) t.skip('open files: no /proc/self/fd here', async () => {})
+  else t.ok(await eventually(() => (openFiles() as number) <= filesBefore), 'no file descriptor left open')
   const settled = await eventually(() => Object.entries(activeResources()).every(([type, n]) => n <= (resourcesBefore[type] ?? 0)))
   t.ok(settled, `handles ${JSON.stringify(activeResources())} (before: ${JSON.stringify(resourcesBefore)})`)
   const grown = (await heapAfterGc()) - heapBefore

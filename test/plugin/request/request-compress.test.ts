@@ -97,6 +97,11 @@ for (const setup of SETUPS) {
     const content = await post(app, { 'content-type': 'application/x-stream', 'content-digest': sf('not it') }, GZIPPED, '/stream')
     t.equal(content.statusCode, 400)
     t.same(content.json().mismatched_digests.map((m: { header: string }) => m.header), ['Content-Digest'])
+    // Empty coded content is judged without decoding (every digest is of
+    // the empty string), before the decoder fails on it.
+    const emptyBad = await post(app, { 'content-type': 'application/x-stream', 'repr-digest': sf('not it') }, '', '/stream')
+    t.equal(emptyBad.statusCode, 400)
+    t.equal(emptyBad.json().code, 'FST_DIGEST_MISMATCH')
   })
 
   test(`empty content with a content coding, ${setup}`, async (t) => {

@@ -1,12 +1,12 @@
 // The streams behind request verification, without fastify: the lazy hashing
-// stream and the decoder that hashes a content coding on the side.
+// stream preParsing hands on (BodyStream) and the decoder that hashes a content coding on the side.
 import { test } from 'tap'
 import { PassThrough, Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
-import { LazyDigestStream } from '../../../lib/core/digest-stream'
+import { BodyStream } from '../../../lib/plugin/request/body-stream'
 import { contentCoding, createContentDecoders, DecodingTap, DECODABLE_CODINGS, MAX_CODINGS, type DecoderStages } from '../../../lib/core/content-decoding'
 import { zstd } from '../../helpers'
 
@@ -20,10 +20,10 @@ function decoders (coding: string): DecoderStages {
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest()
 const sink = () => new Writable({ write (_chunk, _encoding, callback) { callback() } })
 
-test('LazyDigestStream reads nothing until its consumer reads', async (t) => {
+test('BodyStream reads nothing until its consumer reads', async (t) => {
   const source = new PassThrough()
   source.end('hello world')
-  const lazy = new LazyDigestStream(source, ['sha-256'])
+  const lazy = new BodyStream(source, ['sha-256'])
   await new Promise((resolve) => setImmediate(resolve))
   t.equal(source.readableLength, 11, 'the source was not read')
   t.equal(source.listenerCount('data'), 0)
@@ -31,31 +31,31 @@ test('LazyDigestStream reads nothing until its consumer reads', async (t) => {
   const chunks: Buffer[] = []
   for await (const chunk of lazy) chunks.push(chunk as Buffer)
   t.equal(Buffer.concat(chunks).toString(), 'hello world')
-  t.same(lazy.digests?.get('sha-256'), sha256('hello world'))
+  t.same(lazy.hasher?.digest().get('sha-256'), sha256('hello world'))
 })
 
-test('LazyDigestStream: an error or premature end of the source reaches the consumer', async (t) => {
+test('BodyStream: an error or premature end of the source reaches the consumer', async (t) => {
   const failing = new Readable({ read () { this.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })) } })
-  await t.rejects(pipeline(new LazyDigestStream(failing, ['sha-256']), sink()), { code: 'ECONNRESET' })
+  await t.rejects(pipeline(new BodyStream(failing, ['sha-256']), sink()), { code: 'ECONNRESET' })
 
   const cut = new Readable({ read () { this.destroy() } })
-  await t.rejects(pipeline(new LazyDigestStream(cut, ['sha-256']), sink()), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
+  await t.rejects(pipeline(new BodyStream(cut, ['sha-256']), sink()), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
 })
 
-test('LazyDigestStream: endCheck can turn the clean end into an error', async (t) => {
-  const lazy = new LazyDigestStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
+test('BodyStream: endCheck can turn the clean end into an error', async (t) => {
+  const lazy = new BodyStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
   let seen: Buffer | undefined
   lazy.endCheck = (callback) => {
-    seen = lazy.digests?.get('sha-256')
+    seen = lazy.hasher?.digest().get('sha-256')
     callback(new Error('digest mismatch'))
   }
   await t.rejects(pipeline(lazy, sink()), { message: 'digest mismatch' })
   t.same(seen, sha256('abc'), 'the digests are ready when endCheck runs')
 })
 
-test('LazyDigestStream: a consumer that gives up leaves the source drained, not destroyed', async (t) => {
+test('BodyStream: a consumer that gives up leaves the source drained, not destroyed', async (t) => {
   const source = new PassThrough()
-  const lazy = new LazyDigestStream(source, ['sha-256'])
+  const lazy = new BodyStream(source, ['sha-256'])
   source.write(Buffer.alloc(1000))
   await once(lazy, 'data')
   lazy.destroy()
@@ -176,7 +176,7 @@ test('DecodingTap: destroy answers a pending end, without a verdict', async (t) 
   t.equal(again, true, 'a stopped tap ends at once')
 })
 
-test('LazyDigestStream: a tap that is dropped, before or after its stream is destroyed', async (t) => {
+test('BodyStream: a tap that is dropped, before or after its stream is destroyed', async (t) => {
   // A tap that only ends when destroyed.
   const makeTap = () => {
     const tap = {
@@ -189,19 +189,19 @@ test('LazyDigestStream: a tap that is dropped, before or after its stream is des
   }
 
   const first = makeTap()
-  const untapped = new LazyDigestStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
-  untapped.tap(first)
+  const untapped = new BodyStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
+  untapped.side = first
   const chunks: Buffer[] = []
   untapped.on('data', (chunk: Buffer) => chunks.push(chunk))
   while (first.done === null) await new Promise((resolve) => setImmediate(resolve))
-  untapped.untap() // the stream waits for the tap's end: dropping the tap lets it end
+  untapped.side.destroy() // the stream waits for the tap's end: dropping the tap lets it end
   await once(untapped, 'end')
   t.equal(Buffer.concat(chunks).toString(), 'abc')
-  t.same(untapped.digests?.get('sha-256'), sha256('abc'))
+  t.same(untapped.hasher?.digest().get('sha-256'), sha256('abc'))
 
   const second = makeTap()
-  const destroyed = new LazyDigestStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
-  destroyed.tap(second)
+  const destroyed = new BodyStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
+  destroyed.side = second
   let checked = false
   destroyed.endCheck = (callback) => { checked = true; callback() }
   destroyed.resume()

@@ -1,0 +1,416 @@
+// Request verification, hook by hook (docs/design.md, "Request verification").
+// * onRequest (first of the route's): reads the claims; refuses what can be
+//   refused unread.
+// * preParsing, instance-level (fastify runs those before the route's,
+//   lib/route.js, so before @fastify/compress's decompressor): a BodyStream
+//   hashes the bytes as received and decodes on the side what a digest of
+//   the decoded content needs. The route's last: after a decoder, another
+//   hashes the decoded bytes. The body is checked at the end of the last
+//   one: a failure is kept for preValidation, or errors the stream once a
+//   handler reads it.
+// * preValidation (first): answers a failed parsed body. A body still
+//   unread is hashed at request.raw from now on (source-tap.ts), for the
+//   readers that bypass the streams (request.raw, @fastify/multipart).
+// * onSend (first): a success for a body not yet checked waits for its
+//   check; a failed body's answer is its problem details.
+// * onError (last): a bare error thrown for a failed or cut body is a 4xx.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Readable } from 'node:stream'
+import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
+import { digestAll, type DigestResults, type MultiDigester } from '../../core/digest-stream'
+import {
+  FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
+  FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
+} from '../../core/errors'
+import { announcedTrailers, BODYLESS_METHODS, collectAlgorithms, hasContent, parsesNothing, readClaims, type Claim } from '../../core/claims'
+import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
+import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, type DigestError, type Failure } from '../../core/judgement'
+import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
+import { SourceTap } from '../../core/source-tap'
+import type { DigestParams } from '../options'
+import { kRequestState, kVerification } from '../symbols'
+import { BodyStream } from './body-stream'
+
+type HookDone = (err?: Error) => void
+type SendDone = (err: Error | null, payload?: unknown) => void
+type ParsingDone = (err: Error | null, stream?: Readable) => void
+type Release = (err?: Error | null) => void
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    [kRequestState]: BodyCheck | null
+  }
+}
+
+const failed = (): DigestVerification => ({ verified: false, reason: 'failed', fields: [] })
+
+/** A request's verification: what it claims, where it is hashed, and the verdict. */
+class BodyCheck {
+  /** The first stream: the bytes as received (null: preParsing has not run). */
+  head: BodyStream | null = null
+  /** The last stream, at whose end the body is checked. */
+  stream: BodyStream | null = null
+  /** request.raw hashed instead, for a body still unread at preValidation. */
+  tap: SourceTap | null = null
+  /** preValidation has run: a failure found now errors the stream being read. */
+  validated = false
+  checked = false
+  answered = false
+  failure: Failure | null = null
+  waitingReply: (() => void) | null = null
+
+  constructor (
+    readonly params: DigestParams,
+    readonly claims: Claim[],
+    readonly coding: string | null,
+    /** The fields checked over the decoded content, for error messages. */
+    readonly decodedFields: string,
+    readonly received: DigestAlgorithm[],
+    readonly decoded: DigestAlgorithm[],
+    /** The route's bodyLimit, which caps decoding. */
+    readonly limit: number,
+    /** Read before the verifier saw it: never verified. */
+    readonly partial: boolean,
+    public side: DecodingTap | null
+  ) {}
+}
+
+export function setVerification (request: FastifyRequest, verification: DigestVerification): void {
+  request[kVerification] = verification
+}
+
+function sendProblem (reply: FastifyReply, failure: Failure): void {
+  // A Buffer: for a string fastify appends `; charset=utf-8`, a parameter
+  // application/problem+json does not define.
+  reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+    .send(Buffer.from(JSON.stringify(failure.problem)))
+}
+
+/** The first route-level onRequest hook. */
+export function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
+  if (BODYLESS_METHODS.has(request.method)) return done()
+  const headers = request.headers
+  const coding = contentCoding(headers['content-encoding'])
+  let claims: Claim[]
+  try {
+    claims = readClaims(headers, params, coding)
+  } catch (err) {
+    return sendProblem(reply, blankFailure(params, err as DigestError))
+  }
+  // Values no algorithm can produce are refused before reading anything.
+  const invalid = judge(check(claims, params, NO_DIGESTS, NO_DIGESTS), params, false)
+  if (invalid !== null) return sendProblem(reply, invalid)
+  const received = new Set<DigestAlgorithm>()
+  const decoded = new Set<DigestAlgorithm>()
+  const decodedFields = collectAlgorithms(received, decoded, claims, announcedTrailers(headers.trailer, params), params, coding)
+  if (received.size === 0 && decoded.size === 0) {
+    const required = params.verify === 'required'
+    // Only a Content-Length says up front whether there is content (HTTP/2
+    // and chunked requests have none): a body of unknown length is counted.
+    const empty = headers['content-length'] === '0'
+    if (!required || empty || headers['content-length'] !== undefined) {
+      const checked = check(claims, params, NO_DIGESTS, NO_DIGESTS)
+      const failure = judge(checked, params, required && !empty)
+      if (failure !== null) return sendProblem(reply, failure)
+      setVerification(request, { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: checked.map((c) => c.verification) })
+      return done()
+    }
+  }
+  const limit = request.routeOptions.bodyLimit as number
+  const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
+  const side = decoders === null ? null : new DecodingTap(decoders, decoded, limit)
+  // Read by an earlier hook of the application's: not all bytes are seen.
+  const partial = request.raw.readableDidRead
+  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, [...received], [...decoded], limit, partial, side)
+  setVerification(request, { verified: false, reason: 'unread', fields: [] })
+  done()
+}
+
+type PayloadStream = Readable & { receivedEncodedLength?: unknown }
+
+/**
+ * The instance-level preParsing hook. It runs on every route of the scope,
+ * also those of contexts created before the plugin, whose requests lack the
+ * decorator (fastify propagates hooks to existing children, not decorators).
+ */
+export function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
+  const state = request[kRequestState]
+  if (state == null) return done(null, payload)
+  const head = new BodyStream(payload, state.partial ? [] : state.received)
+  head.side = state.side
+  state.head = state.stream = head
+  done(null, head)
+}
+
+/** The last route-level preParsing hook: after any decoder. */
+export function placeStream (request: FastifyRequest, reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
+  const state = request[kRequestState]
+  if (state === null) return done(null, payload)
+  const head = state.head as BodyStream
+  let decodeHere = false
+  if (state.decoded.length > 0) {
+    if (payload !== head && typeof payload.receivedEncodedLength === 'number') {
+      // A decoder (as @fastify/compress's is) gives us the decoded bytes.
+      head.side?.destroy()
+      head.side = state.side = null
+      decodeHere = true
+    } else if (state.side === null) {
+      state.answered = true
+      return sendProblem(reply, undecodable(state))
+    }
+  }
+  let stream = head
+  if (payload !== head) {
+    // Something stands between: an error of the first stream does not
+    // cross a pipe(), and @fastify/compress rewrites it, so the last stream
+    // is ours again, where the reader sees a failure.
+    stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null, state.limit)
+    if (decodeHere) {
+      head.endCheck = onHeadEnd(request, state)
+      stream.once('close', onStreamClose(request, state))
+    }
+  }
+  stream.endCheck = onStreamEnd(request, state)
+  done(null, stream)
+}
+
+/** The 415 of digests of decoded content whose codings nothing decodes, naming those decoded here (RFC 9110 §15.5.16). */
+function undecodable (state: BodyCheck): Failure {
+  const error = new FST_DIGEST_UNSUPPORTED_ENCODING(state.decodedFields, state.coding)
+  return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
+}
+
+/**
+ * Nothing has read the body, and nothing stands between request.raw and
+ * the parser (or preParsing never ran): whoever reads it now may read
+ * request.raw, bypassing the stream.
+ */
+function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
+  const head = state.head
+  return state.tap === null && (head === null || (state.stream === head && head.origin === request.raw && !head.started))
+}
+
+/** Hashes the unread body at request.raw from now on, whoever reads it; the stream only carries it. */
+function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
+  if (state.head !== null) {
+    state.head.hasher = null
+    state.head.side = null
+  }
+  const tap = state.tap = new SourceTap(request.raw, state.partial ? [] : state.received, state.side, onRawEnd(request, state))
+  // A body that had fully arrived: checked now, before any reader.
+  tap.checkEnded()
+  return tap
+}
+
+function bytesOf (state: BodyCheck): number {
+  return state.tap?.bytes ?? (state.head?.hasher as MultiDigester).bytes
+}
+
+/** The digests of the decoded content, or why there are none. */
+function decodedDigests (state: BodyCheck): DigestResults | Failure {
+  if (state.decoded.length === 0) return NO_DIGESTS
+  if (bytesOf(state) === 0) return digestAll(state.decoded, Buffer.alloc(0))
+  const { side, stream } = state
+  const failure = side !== null ? side.failure : (stream as BodyStream).overLimit ? 'too-large' : null
+  if (failure === 'too-large') return blankFailure(state.params, new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit)))
+  if (failure === 'invalid') return blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))
+  return side !== null ? side.digests as DigestResults : ((stream as BodyStream).hasher as MultiDigester).digest()
+}
+
+/** The failure of the whole body, or null; sets request.digestVerification. */
+function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
+  const { params } = state
+  if (state.partial) {
+    setVerification(request, { verified: false, reason: 'unread', fields: [] })
+    return params.verify === 'required' ? blankFailure(params, new FST_DIGEST_MISSING()) : null
+  }
+  const bytes = bytesOf(state)
+  const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
+  const decoded = decodedDigests(state)
+  if (!(decoded instanceof Map)) {
+    setVerification(request, failed())
+    return decoded
+  }
+  let fields: FieldVerification[] = []
+  let failure: Failure | null
+  try {
+    // Digests in the trailer section count too (RFC 9110 §6.5).
+    const trailers = request.raw.trailers as Record<string, string> | undefined
+    const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
+    const checked = check(claims, params, received, decoded)
+    fields = checked.map((c) => c.verification)
+    // Under 'required' an empty body needs no digest.
+    failure = judge(checked, params, params.verify === 'required' && bytes > 0)
+  } catch (err) {
+    failure = blankFailure(params, err as DigestError)
+  }
+  setVerification(request, failure === null ? summarize(fields, bytes === 0 ? 'no-body' : 'no-digest') : { verified: false, reason: 'failed', fields })
+  return failure
+}
+
+/** Records the verdict; `release` ends or fails the stream; then a reply waiting for it goes on. */
+function conclude (state: BodyCheck, failure: Failure | null, release?: () => void): void {
+  state.checked = true
+  state.failure = failure
+  const waiting = state.waitingReply
+  state.waitingReply = null
+  release?.()
+  waiting?.()
+}
+
+/** The final check: before preValidation (a parser reads) the stream ends cleanly; after it, `release` gets the error. */
+function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release): void {
+  if (state.checked) return release()
+  const failure = judgeBody(request, state)
+  conclude(state, failure, () => release(failure !== null && state.validated ? failure.error : null))
+}
+
+// The end callbacks are made by these small functions, not as closures
+// inside the hooks: V8 allocates a function literal assigned straight to a
+// property in the old generation, with the request it holds (source-tap.ts).
+function onRawEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
+  return (release) => finalCheck(request, state, release)
+}
+
+function onStreamEnd (request: FastifyRequest, state: BodyCheck): (callback: Release) => void {
+  return (callback) => finalCheck(request, state, callback)
+}
+
+/** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
+function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Release) => void {
+  return (callback) => {
+    if (bytesOf(state) > 0) return callback()
+    finalCheck(request, state, (err) => {
+      callback()
+      if (err != null) (state.stream as BodyStream).destroy(err)
+    })
+  }
+}
+
+/** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
+function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
+  return () => {
+    if (state.checked) return
+    setVerification(request, failed())
+    conclude(state, state.waitingReply === null ? null : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
+  }
+}
+
+/** The first route-level preValidation hook. */
+export function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+  const state = request[kRequestState]
+  if (state === null) return done()
+  if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
+  state.validated = true
+  if (state.checked || !parsesNothing(request.headers)) return answerValidation(reply, state, done)
+  // fastify runs the handler at once for a request it takes to have no
+  // body (lib/handle-request.js:55-65), whatever arrives over HTTP/2 or from
+  // a Readable injected: an empty body is judged before the handler,
+  // content is left to its reader (after a decoder: read and checked now).
+  const wake = (): void => answerValidation(reply, state, done)
+  if (state.tap !== null) {
+    state.tap.awaitData(wake)
+    request.raw.read(0)
+  } else {
+    (state.stream as BodyStream).once('close', wake).resume()
+  }
+}
+
+function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookDone): void {
+  if (state.failure === null) return done()
+  state.answered = true
+  sendProblem(reply, state.failure)
+}
+
+/** Whether `payload` is fastify's default error body (lib/error-handler.js: statusCode, code, error, message), e.g. for the digest error a handler rethrew. */
+function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
+  if (typeof payload !== 'string') return false
+  try {
+    const body = JSON.parse(payload) as { statusCode?: unknown, error?: unknown, message?: unknown }
+    return body.statusCode === statusCode && typeof body.error === 'string' && typeof body.message === 'string'
+  } catch {
+    return false
+  }
+}
+
+function isStream (payload: unknown): payload is Readable {
+  return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
+}
+
+function sendWhenChecked (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): () => void {
+  return () => onSend(request, reply, payload, done)
+}
+
+/** The rest of the body cannot be checked: the waiting reply gets `error`'s failure. */
+function abandon (request: FastifyRequest, state: BodyCheck, error: DigestError): void {
+  if (state.checked) return
+  setVerification(request, failed())
+  conclude(state, blankFailure(state.params, error, { connection: 'close' }))
+}
+
+/** The first route-level onSend hook (before the response digests). */
+export function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
+  const state = request[kRequestState]
+  if (state === null || state.answered) return done(null, payload)
+  const failure = state.failure
+  if (state.checked) {
+    // Passed, or an error handler of the application's answered.
+    if (failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
+    state.answered = true
+    // Whatever the handler meant to send, the answer is the problem.
+    if (isStream(payload)) payload.destroy()
+    reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE).removeHeader('content-length')
+    return done(null, JSON.stringify(failure.problem))
+  }
+  if (reply.statusCode >= 400 || isStream(payload)) {
+    // An error answer claims nothing about the body; a stream may be fed by
+    // the body itself (an echo) and cannot wait for its end.
+    if (reply.statusCode >= 400) state.tap?.stop()
+    return done(null, payload)
+  }
+  if (state.head === null && state.decoded.length > 0 && state.side === null) {
+    // Answered before preParsing, which never runs now: nothing decodes these codings.
+    setVerification(request, failed())
+    conclude(state, undecodable(state))
+    return onSend(request, reply, payload, done)
+  }
+  // The rest is read (within the route's bodyLimit) and checked before the
+  // answer goes out: never a success for a body that was not checked.
+  state.validated = true
+  state.waitingReply = sendWhenChecked(request, reply, payload, done)
+  const stream = state.stream
+  const cutOff = (): void => abandon(request, state, new FST_DIGEST_INCOMPLETE())
+  if (!unreadRaw(request, state) && state.tap === null) {
+    // The streams hash it: the last one is read to its end.
+    const last = stream as BodyStream
+    if (last.destroyed) return cutOff()
+    last.once('close', cutOff).resume()
+    return
+  }
+  const tap = state.tap ?? tapRaw(request, state)
+  tap.limitRest(state.limit, () => {
+    abandon(request, state, new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit)))
+  }, cutOff)
+  stream?.resume()
+  if (request.raw.readableFlowing !== true) request.raw.resume()
+}
+
+const isErrorStatus = (status: unknown): boolean => typeof status === 'number' && status >= 400 && status <= 599
+
+/**
+ * The last route-level onError hook (before the error handler, fastify
+ * lib/reply.js onErrorHook). An error without a status of its own, thrown
+ * after the body failed or was cut off (@fastify/multipart destroys its
+ * file stream with a bare ERR_STREAM_PREMATURE_CLOSE), takes the failure's
+ * 4xx, or 400 for a cut upload, so that fastify's default error handler
+ * neither answers nor logs a client's bad body as a 500 (it keeps a status
+ * already set, lib/error-status.js).
+ */
+export function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
+  const state = request[kRequestState]
+  if (state !== null && !isErrorStatus(error.statusCode) && !isErrorStatus(error.status)) {
+    if (state.failure !== null) reply.code(state.failure.error.statusCode)
+    else if (request.raw.readableAborted) reply.code(400)
+  }
+  done()
+}
