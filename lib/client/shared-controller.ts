@@ -1,18 +1,14 @@
-// The controller the handler above sees when a side decoder runs: two
-// parties may pause the response, the handler above (its reader is full)
-// and the side decoder (its input queue is full, node:stream's write()
-// returned false). The response is resumed only when neither holds it, so
-// neither can resume it against the other's wish (undici 7's own
-// decompress interceptor wraps its controller for the same reason).
+// The controller the handler above sees while a side decoder runs: both may
+// pause the response, the handler above (its reader is full) and the side
+// decoder (its queue is full); it resumes only when neither holds it, as
+// undici 7's decompress interceptor wraps its controller for the same reason.
 import type { Dispatcher } from 'undici'
 
 type Controller = Dispatcher.DispatchController & { rawHeaders?: unknown, rawTrailers?: unknown }
 
 export class SharedController {
   readonly #real: Controller
-  /** Paused by the handler above. */
   #paused = false
-  /** Held by the side decoder. */
   #held = false
 
   constructor (real: Controller) {
@@ -24,10 +20,7 @@ export class SharedController {
   get paused (): boolean { return this.#paused }
   get rawHeaders (): unknown { return this.#real.rawHeaders }
   get rawTrailers (): unknown { return this.#real.rawTrailers }
-
-  abort (reason: Error): void {
-    this.#real.abort(reason)
-  }
+  abort (reason: Error): void { this.#real.abort(reason) }
 
   pause (): void {
     this.#paused = true
@@ -45,7 +38,7 @@ export class SharedController {
     this.#real.pause()
   }
 
-  /** The side decoder can take more (or has stopped). */
+  /** The side decoder takes more (or has stopped). */
   release (): void {
     if (!this.#held) return
     this.#held = false
