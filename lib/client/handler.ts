@@ -29,10 +29,8 @@ export class DigestHandler implements Handler {
   readonly #params: ClientParams
   readonly #request: RequestFacts
   #check: ResponseCheck | null = null
-  /** The head failed: nothing more is passed on. */
-  #failed = false
-  /** The controller the handler above gets while a side decoder runs. */
-  #shared: SharedController | null = null
+  #failed = false // the head failed: nothing more is passed on
+  #shared: SharedController | null = null // the controller above while a side decoder runs
 
   constructor (handler: Handler, params: ClientParams, request: RequestFacts) {
     this.#handler = handler
@@ -40,27 +38,22 @@ export class DigestHandler implements Handler {
     this.#request = request
   }
 
-  onRequestStart (controller: Controller, context: unknown): void {
-    this.#handler.onRequestStart?.(controller, context)
-  }
-
+  onRequestStart (controller: Controller, context: unknown): void { this.#handler.onRequestStart?.(controller, context) }
+  onResponseStarted (): void { (this.#handler as { onResponseStarted?: () => void }).onResponseStarted?.() }
   onRequestUpgrade (controller: Controller, statusCode: number, headers: ResponseHeaders, socket: unknown): void {
     this.#handler.onRequestUpgrade?.(controller, statusCode, headers as never, socket as never)
   }
 
-  onResponseStarted (): void {
-    (this.#handler as { onResponseStarted?: () => void }).onResponseStarted?.()
-  }
-
   onResponseStart (controller: Controller, statusCode: number, headers: ResponseHeaders, statusMessage?: string): void {
     const check = new ResponseCheck(this.#params, this.#request, statusCode, headers)
+    // No content follows (nor runs a side decoder): decided now, and the head itself fails.
     if (check.empty) {
-      // No content follows, and no side decoder runs: decided now, and the head itself fails.
-      check.finish({}, (err) => { if (err !== null) this.#fail(controller, err) })
+      check.finish({}, (err) => {
+        this.#failed = err !== null
+        if (err !== null) this.#handler.onResponseError?.(controller, err)
+      })
       if (this.#failed) return
-    } else {
-      this.#check = check
-    }
+    } else this.#check = check
     if (check.decodes) {
       const shared = this.#shared = new SharedController(controller)
       check.onRelease(() => shared.release())
@@ -68,14 +61,7 @@ export class DigestHandler implements Handler {
     this.#handler.onResponseStart?.(this.#above(controller), statusCode, headers as never, statusMessage)
   }
 
-  #fail (controller: Controller, err: Error): void {
-    this.#failed = true
-    this.#handler.onResponseError?.(controller, err)
-  }
-
-  #above (controller: Controller): Controller {
-    return (this.#shared as unknown as Controller | null) ?? controller
-  }
+  #above (controller: Controller): Controller { return (this.#shared as unknown as Controller | null) ?? controller }
 
   onResponseData (controller: Controller, chunk: Buffer): void {
     if (this.#failed) return

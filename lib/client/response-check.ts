@@ -1,26 +1,21 @@
 // One response's check: what to hash, from its head; the hashing as the body
 // streams; the verdict at its end, trailers included.
-// * Content-Digest is over the content as received (RFC 9530 §2): the bytes
-//   undici hands over, before any decoding (fetch decodes after the dispatcher).
-// * Repr-Digest is over the selected representation (RFC 9530 §3). With a
-//   Content-Encoding, §3 and Appendix A count the coding in (the coded bytes,
-//   the one reading under `reprDigest: 'coded'` and strict mode); the plugin's
-//   default mode digests the representation before coding (side-decoder.ts),
-//   so by default either reading matches; `reprDigest: 'decoded'` takes the
-//   decoded one alone. Unencoded-Digest (draft-ietf-httpbis-unencoded-digest
-//   §3) is over the decoded bytes only. Content that fails to decode has no
-//   decoded reading: mismatched. When the decoded reading is unknown (past
-//   maxDecodedSize, a coding not decoded here) a digest that does not match
-//   the coded bytes is unchecked: it fails only under verify: 'required', and
+// * Content-Digest: over the content as received, before any decoding (RFC 9530 §2).
+// * Repr-Digest: over the representation (§3); with a content coding, the coded
+//   bytes (§3, Appendix A; strict mode) or the decoded ones (the plugin's default
+//   mode, side-decoder.ts): either by default, one with `reprDigest`.
+//   Unencoded-Digest (draft-ietf-httpbis-unencoded-digest §3): decoded bytes only.
+// * Content that fails to decode has no decoded reading (mismatched); when the
+//   reading is unknown (maxDecodedSize, a coding not decoded here), a digest not
+//   of the coded bytes is unchecked: it fails only under verify: 'required', and
 //   only when no other digest was verified.
-// * Not checked: Repr-Digest and Unencoded-Digest on HEAD (of what a GET would
-//   send, §3.1), 204 (Appendix B.5) and 206 (the whole representation's);
-//   Repr-Digest on 406 (the plugin sends the current representation's);
-//   anything on 304 (RFC 9110 §15.4.5). HEAD, 204 and 304 have no content:
+// * Not checked: Repr- and Unencoded-Digest on HEAD (§3.1), 204 (Appendix B.5),
+//   206 (the whole representation's); Repr-Digest on 406 (the plugin sends the
+//   current one's); anything on 304 (RFC 9110 §15.4.5). HEAD, 204 and 304 are
 //   checked from the head (`empty`), so a failure rejects the request itself.
-// * Trailer fields (RFC 9530 §2, §3) are checked when foreseen: named by the
-//   Trailer field (RFC 9110 §6.6.2), or asked for with `TE: trailers` and no
-//   usable digest in the head. Every accepted algorithm is hashed for them.
+// * Trailer fields (§2, §3) are checked when named by the Trailer field (RFC 9110
+//   §6.6.2) or asked for by `TE: trailers` with no usable digest in the head:
+//   every accepted algorithm is hashed for them.
 import type { DigestAlgorithm, DigestClientError } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
@@ -37,9 +32,8 @@ export type ResponseHeaders = Record<string, string | string[] | undefined>
 /** What the request said that matters to its response's check. */
 export interface RequestFacts {
   readonly method: string
-  /** The request sent `TE: trailers`. */
+  /** The request sent `TE: trailers`; its digest field a 406 or a problem is about, and its first algorithm. */
   readonly trailers: boolean
-  /** The request's digest field a 406 or a problem is about, and its first algorithm. */
   readonly digestField: string | null
   readonly digestAlgorithm: string | null
 }
@@ -74,15 +68,12 @@ export class ResponseCheck {
   readonly #checkRepr: boolean
   readonly #checkUnencoded: boolean
   readonly #coding: string | undefined
-  /** A content coding is applied (one not decoded here included). */
-  readonly #coded: boolean
+  readonly #coded: boolean // a content coding, one not decoded here included
   readonly #trailerFields: boolean
-  /** No content can follow (HEAD, 204, 304). */
-  readonly empty: boolean
+  readonly empty: boolean // no content can follow
   #hasher: MultiDigester | null = null
   #decoder: SideDecoder | null = null
-  /** Why the decoded reading is unknown when no decoder could run. */
-  #undecodable: string | null = null
+  #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer[] | null = null
   #problemBytes = 0
 
@@ -136,15 +127,9 @@ export class ResponseCheck {
     })
   }
 
-  /** A side decoder runs: the response may have to be held for it (SharedController). */
-  get decodes (): boolean {
-    return this.#decoder !== null
-  }
-
-  /** See SideDecoder.onRelease. */
-  onRelease (release: () => void): void {
-    this.#decoder?.onRelease(release)
-  }
+  /** A side decoder runs: the response may be held for it (SharedController, SideDecoder.onRelease). */
+  get decodes (): boolean { return this.#decoder !== null }
+  onRelease (release: () => void): void { this.#decoder?.onRelease(release) }
 
   /** Feed a chunk of the content as received; false when the side decoder asks to hold the response. */
   update (chunk: Uint8Array): boolean {
@@ -158,9 +143,7 @@ export class ResponseCheck {
   }
 
   /** Stop everything (the response failed or was aborted). */
-  destroy (): void {
-    this.#decoder?.destroy()
-  }
+  destroy (): void { this.#decoder?.destroy() }
 
   /** Calls `done` with the error that must replace the clean end, or null; synchronous unless a side decoder runs. */
   finish (trailers: ResponseHeaders, done: (err: DigestClientError | null) => void): void {

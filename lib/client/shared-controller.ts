@@ -11,9 +11,7 @@ export class SharedController {
   #paused = false
   #held = false
 
-  constructor (real: Controller) {
-    this.#real = real
-  }
+  constructor (real: Controller) { this.#real = real }
 
   get aborted (): boolean { return this.#real.aborted }
   get reason (): Error | null { return this.#real.reason }
@@ -32,13 +30,12 @@ export class SharedController {
     if (!this.#held) this.#real.resume()
   }
 
-  /** The side decoder's queue is full. */
+  /** The side decoder's queue is full; then it takes more (or has stopped). */
   hold (): void {
     this.#held = true
     this.#real.pause()
   }
 
-  /** The side decoder takes more (or has stopped). */
   release (): void {
     if (!this.#held) return
     this.#held = false

@@ -1,36 +1,29 @@
-// The decoded reading of a coded response: the coded bytes decoded on the
-// side with node:zlib and the result hashed, what the caller receives left
-// untouched. Content-Encoding lists codings as applied (RFC 9110 §8.4): a
-// `gzip, br` body goes through a brotli decoder piped into a gunzip. zstd
-// (RFC 8878) where node:zlib has it (Node.js 22.15, 23.8 on). Past `limit`
-// decoded bytes the decoded reading is unknown (`exceeded`); on a decoding
-// error there is none: the content is not what its Content-Encoding says.
+// The decoded reading of a coded response: its bytes decoded on the side with
+// node:zlib and hashed, what the caller receives untouched. Codings are listed
+// as applied (RFC 9110 §8.4): `gzip, br` goes through brotli, then gunzip. zstd
+// (RFC 8878) where node:zlib has it. Past `limit` decoded bytes the reading is
+// unknown (`exceeded`); a decoding error leaves none.
 import * as zlib from 'node:zlib'
 import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 
-/** node:zlib's output chunks: 64 KiB, one thread-pool round trip per 64 KiB socket read (16 KiB makes four). */
+// node:zlib makes a thread-pool round trip per write and per output chunk: output
+// in 64 KiB chunks, input in writes of at least BATCH_SIZE. The response is held
+// when the first decoder queued HOLD_SIZE, until its 'drain': undici 7.30.2's
+// resume() reads the socket's whole buffer (lib/dispatcher/client-h1.js:284-303),
+// so holding it per 16 KiB would make a download quadratic in its size.
 export const CHUNK_SIZE = 64 * 1024
-/**
- * The first decoder's input queue; the response is held when it is full and
- * released on its 'drain'. undici 7.30.2 on resume reads the socket's whole
- * buffer (lib/dispatcher/client-h1.js resume()), grown meanwhile: held per
- * 16 KiB a download would take time quadratic in its size.
- */
 export const HOLD_SIZE = 1024 * 1024
-/** Coded bytes go to the first decoder in writes of at least this size: node:zlib makes a thread-pool round trip per write. */
 export const BATCH_SIZE = 256 * 1024
 /** At most as many codings as undici's fetch decodes (5, curl's limit for CVE-2022-32206). */
 export const MAX_CODINGS = 5
 
 interface DecoderOptions { chunkSize: number, writableHighWaterMark?: number }
 
-/**
- * Whether deflate data starts with a zlib header (RFC 1950 §2.2: method 8 in
- * CMF's low bits). "deflate" is zlib data (RFC 9110 §8.4.1.2), but servers
- * send raw deflate too, and fetch reads both (undici lib/web/fetch/util.js).
- */
+// "deflate" is zlib data (RFC 9110 §8.4.1.2); servers send raw deflate too and
+// fetch reads both (undici lib/web/fetch/util.js): a zlib header has method 8 in
+// its first octet's low bits (RFC 1950 §2.2).
 export const hasZlibHeader = (data: Uint8Array): boolean => ((data[0] as number) & 0x0f) === 0x08
 
 function deflateDecoder ({ chunkSize, writableHighWaterMark }: DecoderOptions): Transform {
@@ -38,7 +31,6 @@ function deflateDecoder ({ chunkSize, writableHighWaterMark }: DecoderOptions): 
   return new Transform({
     writableHighWaterMark,
     transform (chunk: Buffer, _encoding, callback) {
-      // The first chunk is not empty: batches are, and node:zlib pushes, only non-empty ones.
       inner ??= (hasZlibHeader(chunk) ? zlib.createInflate : zlib.createInflateRaw)({ chunkSize })
         .on('data', (data: Buffer) => this.push(data)).on('error', (err) => this.destroy(err))
       inner.write(chunk, callback)
@@ -58,17 +50,13 @@ type Factory = (options: DecoderOptions) => Transform
 const zstd = (zlib as unknown as { createZstdDecompress?: Factory }).createZstdDecompress
 const DECODERS: ReadonlyMap<string, Factory> = new Map<string, Factory>([
   ['gzip', zlib.createGunzip], ['x-gzip', zlib.createGunzip], ['deflate', deflateDecoder], ['br', zlib.createBrotliDecompress],
-  ...(zstd === undefined ? [] : [['zstd', zstd] as const])
+  ...([['zstd', zstd]] as const).filter((entry): entry is ['zstd', Factory] => entry[1] !== undefined) // no branch on the Node.js version
 ])
 
 /** The codings decoded here: zstd where node:zlib has it. */
 export const DECODED_CODINGS: readonly string[] = [...DECODERS.keys()]
 
-/**
- * The codings of a Content-Encoding in the order applied, lowercased (RFC 9110
- * §8.4.1), without `identity` or empty elements (§5.6.1). Null when one is not
- * decoded here, or past MAX_CODINGS.
- */
+/** The codings as applied, lowercased (RFC 9110 §8.4.1), without `identity` or empty elements (§5.6.1); null if one is not decoded here. */
 export function codingsOf (contentEncoding: string | undefined): string[] | null {
   const codings = (contentEncoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity')
   return codings.length > MAX_CODINGS || codings.some((c) => !DECODERS.has(c)) ? null : codings
@@ -76,7 +64,7 @@ export function codingsOf (contentEncoding: string | undefined): string[] | null
 
 export class SideDecoder {
   /** Decoding order: coded bytes go into the first, decoded ones come out of the last. */
-  readonly #stages: readonly Transform[]
+  readonly #stages: readonly [Transform, ...Transform[]]
   readonly #hasher: MultiDigester
   #done: (() => void) | null = null
   #release: () => void = () => {}
@@ -91,7 +79,7 @@ export class SideDecoder {
   constructor (stages: readonly [Transform, ...Transform[]], algorithms: readonly DigestAlgorithm[], limit: number) {
     this.#stages = stages
     this.#hasher = new MultiDigester(algorithms)
-    // pipe() carries data, backpressure and ends, not errors. `on`: a decoder may fail after settling.
+    // pipe() passes no errors on; `on`, as a decoder may fail after settling.
     for (const stage of stages) stage.on('error', () => this.#settle(false))
     const last = stages.reduce((from, to) => from.pipe(to))
     last.on('data', (chunk: Buffer) => {
@@ -123,7 +111,7 @@ export class SideDecoder {
     const batch = this.#batch.length === 1 ? this.#batch[0] as Uint8Array : Buffer.concat(this.#batch, this.#batched)
     this.#batch = []
     this.#batched = 0
-    return (this.#stages[0] as Transform).write(batch)
+    return this.#stages[0].write(batch)
   }
 
   /** Called when the first decoder takes more again, or the reading has settled. */
@@ -136,7 +124,7 @@ export class SideDecoder {
     this.#done = done
     if (this.#settled) return done()
     if (this.#batched > 0) this.#flush()
-    ;(this.#stages[0] as Transform).end()
+    this.#stages[0].end()
   }
 
   /** Drop every decoder (pipe() passes no error on; an earlier one may hold bytes past its coding's end). */
