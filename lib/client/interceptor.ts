@@ -1,8 +1,6 @@
-// digestInterceptor(): an undici 7 interceptor, `(dispatch) => (opts, handler) => boolean`
-// (lib/dispatcher/dispatcher.js:20-44, compose()). Per request it adds the
-// Want-*-Digest fields asked for, `TE: trailers` under verify: 'required', a
-// Content-Digest for content whose bytes are fixed, and checks the response
-// with a DigestHandler.
+// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44,
+// compose()) adding Want-*-Digest, `TE: trailers` and Content-Digest fields to a
+// request, and checking its response with a DigestHandler.
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
 import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
@@ -29,13 +27,9 @@ function requestFacts (method: string, pairs: Pairs): RequestFacts {
   return { method, trailers, digestField: null, digestAlgorithm: null }
 }
 
-/**
- * The request's fields plus the Want-* ones asked for, and under verify:
- * 'required' `TE: trailers` unless a TE is given: a server may send a
- * streamed body's digests only as trailers, and only to a client that reads
- * them (RFC 9110 §6.5.1, §10.1.4); HTTP/2 allows TE with "trailers" only
- * (RFC 9113 §8.2.2). undici writes the Connection field itself.
- */
+// The Want-* fields asked for, and under verify: 'required' `TE: trailers`: trailers
+// go only to a client that reads them (RFC 9110 §6.5.1, §10.1.4; HTTP/2 allows only
+// this TE, RFC 9113 §8.2.2). Fields the caller gave are kept.
 function requestPairs (params: ClientParams, headers: Headers): Pairs {
   const pairs = headerPairs(headers)
   const add: Array<[string, string | null]> = [

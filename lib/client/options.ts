@@ -10,17 +10,8 @@ import { checkAlgorithms, describe } from '../core/option-checks'
 /** The readings a coded Repr-Digest may match: coded bytes (RFC 9530 §3), decoded ones, or either. */
 export type ReprReading = 'either' | 'decoded' | 'coded'
 
-export interface ClientParams {
-  readonly algorithms: readonly DigestAlgorithm[]
-  readonly verify: 'if-present' | 'required'
-  readonly strict: boolean
-  readonly reprDigest: ReprReading
-  /** Want-Content-Digest / Want-Repr-Digest / Want-Unencoded-Digest values to send, or null. */
-  readonly wantContent: string | null
-  readonly wantRepr: string | null
-  readonly wantUnencoded: string | null
-  readonly maxDecodedSize: number
-}
+/** The options, checked; want*: the Want-Content-Digest / -Repr- / -Unencoded- values to send, or null. */
+export type ClientParams = ReturnType<typeof normalizeClientOptions>
 
 export const defaultMaxDecodedSize = 64 * 1024 * 1024
 
@@ -30,9 +21,7 @@ const optionKeys: Readonly<Record<keyof DigestInterceptorOptions, true>> = {
 const keys = Object.keys(optionKeys)
 const WANT_KEYS = ['content', 'repr', 'unencoded']
 
-function fail (name: string, reason: string): Error {
-  return new FST_DIGEST_INVALID_OPTION(name, reason)
-}
+const fail = (name: string, reason: string): Error => new FST_DIGEST_INVALID_OPTION(name, reason)
 
 /** An accepted algorithm or a list of 1 to 10 as a Want-* value: weights 10, 9, … (RFC 9530 §4). */
 function wantValue (value: unknown, name: string, enabled: readonly DigestAlgorithm[]): string | null {
@@ -65,7 +54,7 @@ function checkWant (value: unknown, enabled: readonly DigestAlgorithm[]): Array<
 }
 
 /** Validate and freeze the options; throws FST_DIGEST_INVALID_OPTION naming the option. */
-export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): ClientParams {
+export function normalizeClientOptions (opts: DigestInterceptorOptions = {}) {
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw fail('options', `expected an object, got ${describe(opts)}`)
   const unknown = Object.keys(opts).find((key) => !Object.hasOwn(optionKeys, key))
   if (unknown !== undefined) {
@@ -88,5 +77,5 @@ export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): Cl
     throw fail('maxDecodedSize', `expected a non-negative integer number of bytes, got ${describe(maxDecodedSize)}`)
   }
   const [wantContent, wantRepr, wantUnencoded] = checkWant(opts.want, algorithms) as [string | null, string | null, string | null]
-  return Object.freeze({ algorithms, verify, strict, reprDigest, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
+  return Object.freeze({ algorithms, verify, strict, reprDigest: reprDigest as ReprReading, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
 }

@@ -1,12 +1,10 @@
-// Content-Digest of request content, as sent (RFC 9530 §2). Strings (sent as
-// UTF-8), ArrayBuffers and typed arrays are hashed at once; a Blob (immutable;
-// a file-backed one fails to read if its file changed) is hashed as a stream,
-// then sent; a FormData is serialized first (./form-data.ts). Streams and
-// iterables go as they are. For fetch(), which hands every body to the
-// dispatcher as a stream, digestHeaders() and digestBody() give the fields,
-// with `{ unencoded: true }` an Unencoded-Digest too: content without a coding
-// is its own unencoded representation (draft-ietf-httpbis-unencoded-digest §3).
-// Byte Sequences throughout (the strict serialization): every recipient reads them.
+// Content-Digest of request content as sent (RFC 9530 §2), Byte Sequences only
+// (every recipient reads them): strings (as UTF-8), ArrayBuffers and typed arrays
+// at once; a Blob (immutable) hashed as a stream, then sent; a FormData serialized
+// first (./form-data.ts); streams and iterables sent as they are. digestHeaders()
+// and digestBody() give the fields for fetch(), with `{ unencoded: true }` an
+// Unencoded-Digest too: content without a coding is its own unencoded
+// representation (draft-ietf-httpbis-unencoded-digest §3).
 import type { DigestAlgorithm, DigestedBody, DigestHeadersOptions, DigestibleBody } from '../../types/client'
 import { ALGORITHMS } from '../core/algorithms'
 import { MultiDigester } from '../core/digest-stream'
@@ -27,11 +25,7 @@ export function knownBytes (body: unknown): Uint8Array | string | null {
 /** A Blob or FormData body once hashed: the Blob to send, the Content-Type to send (a FormData's) or null, the field. */
 export interface PreparedBody { body: Blob, contentType: string | null, field: string }
 
-/**
- * For a Blob or FormData body, what to send, computed asynchronously: null
- * once `stop` (the request's AbortSignal) aborted, the rest left unread. Null
- * (not a promise) for any other body.
- */
+/** For a Blob or FormData, what to send, or null once `stop` (the AbortSignal) aborted; null for any other body. */
 export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null): Promise<PreparedBody | null> | null {
   const blob = body instanceof Blob ? body : isFormData(body) ? formDataBlob(body) : null
   if (blob === null) return null

@@ -63,7 +63,6 @@ export function codingsOf (contentEncoding: string | undefined): string[] | null
 }
 
 export class SideDecoder {
-  /** Decoding order: coded bytes go into the first, decoded ones come out of the last. */
   readonly #stages: readonly [Transform, ...Transform[]]
   readonly #hasher: MultiDigester
   #done: (() => void) | null = null
@@ -71,10 +70,8 @@ export class SideDecoder {
   #settled = false
   #batch: Uint8Array[] = []
   #batched = 0
-  /** The decoded digests, once the last decoder ended within the limit; else null. */
-  digests: DigestResults | null = null
-  /** Stopped at the limit: the decoded reading exists but is unknown. */
-  exceeded = false
+  digests: DigestResults | null = null // once the last decoder ended within the limit
+  exceeded = false // stopped at the limit: the decoded reading exists but is unknown
 
   constructor (stages: readonly [Transform, ...Transform[]], algorithms: readonly DigestAlgorithm[], limit: number) {
     this.#stages = stages
@@ -115,9 +112,7 @@ export class SideDecoder {
   }
 
   /** Called when the first decoder takes more again, or the reading has settled. */
-  onRelease (release: () => void): void {
-    this.#release = release
-  }
+  onRelease (release: () => void): void { this.#release = release }
 
   /** Calls `done` once the decoded reading is known (available or not). */
   end (done: () => void): void {

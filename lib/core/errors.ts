@@ -86,7 +86,7 @@ export const errors = {
 
 // The client's (fastify-digest-fields/client, collected in
 // lib/client/errors.ts): a response that failed its check. Each carries
-// `field` and `algorithm` too (lib/client/failure.ts), named in the message;
+// `field` and `algorithm` too (clientError()), named in the message;
 // 502, as a gateway would say of a bad upstream answer.
 
 export const FST_DIGEST_RESPONSE_MISMATCH = createError(
