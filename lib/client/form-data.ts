@@ -1,10 +1,8 @@
-// A FormData request body as the bytes that will be sent. undici serializes a
-// FormData with a random boundary only as it writes the request (undici 7.30.2
-// lib/dispatcher/client-h1.js:1167-1177, client-h2.js:662-668), too late to
-// hash: the interceptor serializes it here, with its own boundary, and sends
-// that. The HTML Standard's multipart/form-data encoding (RFC 7578): names and
-// file names with LF, CR and '"' percent-escaped, string values' line breaks
-// as CRLF. File entries are referenced by the Blob, never copied into memory.
+// A FormData body as the bytes sent. undici serializes it with a random boundary
+// as it writes the request (undici 7.30.2 lib/dispatcher/client-h1.js:1167-1177,
+// client-h2.js:662-668), too late to hash: it is serialized here instead, by the
+// HTML Standard's multipart/form-data encoding (RFC 7578), into a Blob that
+// references file entries rather than copying them.
 import { randomBytes } from 'node:crypto'
 
 /** A FormData (the global one or undici's), by the brand undici checks (lib/core/util.js isFormDataLike). */
@@ -16,10 +14,7 @@ export function isFormData (body: unknown): body is FormData {
 const escapeName = (name: string): string => name.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22')
 const crlf = (text: string): string => text.replace(/\r\n|\r|\n/g, '\r\n')
 
-/**
- * The serialization as a Blob whose `type` is the Content-Type to send, or
- * null when an entry is neither a string nor a Blob (a look-alike's: sent as it is).
- */
+/** A Blob whose `type` is the Content-Type to send; null for an entry neither string nor Blob (a look-alike's). */
 export function formDataBlob (form: FormData): Blob | null {
   const boundary = `----fastify-digest-fields-${randomBytes(16).toString('hex')}`
   const parts: Array<string | Blob> = []

@@ -11,13 +11,9 @@ import { SharedController } from './shared-controller'
 type Controller = Dispatcher.DispatchController & { rawTrailers?: unknown }
 type Handler = Dispatcher.DispatchHandler
 
-/**
- * HTTP/2 trailers: undici 7.30.2 passes node:http2's trailers object to
- * onComplete (lib/dispatcher/client-h2.js:830-836), which the adapter parses
- * as a flat list (lib/handler/unwrap-handler.js:94-97, parseHeaders in
- * lib/core/util.js:436), giving `{}`; it keeps the object as
- * `controller.rawTrailers`, read back here.
- */
+// HTTP/2 trailers: undici 7.30.2 gives node:http2's trailers object to onComplete
+// (lib/dispatcher/client-h2.js:830-836), which its adapter parses as a flat list
+// into `{}` (lib/handler/unwrap-handler.js:94-97), keeping it as `rawTrailers`.
 function trailersOf (controller: Controller, trailers: ResponseHeaders): ResponseHeaders {
   const raw = controller.rawTrailers
   if (Object.keys(trailers).length > 0 || raw === null || typeof raw !== 'object' || Array.isArray(raw)) return trailers
@@ -76,9 +72,8 @@ export class DigestHandler implements Handler {
     if (this.#check === null) return this.#handler.onResponseEnd?.(above, received as never)
     this.#check.finish(received, (err: DigestClientError | null) => {
       if (err === null) return this.#handler.onResponseEnd?.(above, received as never)
-      // A macrotask later: raised in the same tick as the end of a body read
-      // in one go (in the request's onComplete, lib/core/request.js:333),
-      // fetch() misses the error and its read never settles.
+      // A macrotask later: raised in the tick that ends a body read in one go
+      // (lib/core/request.js:333, onComplete), the error is missed by fetch(), which hangs.
       setImmediate(() => this.#handler.onResponseError?.(above, err))
     })
   }

@@ -1,14 +1,41 @@
 // digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44,
 // compose()) adding Want-*-Digest, `TE: trailers` and Content-Digest fields to a
-// request, and checking its response with a DigestHandler.
+// request, and checking its response with a DigestHandler. Request headers come
+// as a flat [name, value, …] array, an iterable of pairs or an object (undici
+// 7.30.2 lib/core/request.js:196-218); read case-insensitively, sent back flat.
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
 import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
 import { DigestHandler } from './handler'
-import { flatHeaders, getHeader, headerPairs, type Headers, type Pairs } from './headers'
-import { normalizeClientOptions, type ClientParams } from './options'
+import { normalizeClientOptions } from './options'
 import { knownBytes, prepareBody, type PreparedBody } from './request-digest'
 import type { RequestFacts } from './response-check'
+
+type HeaderValue = string | string[] | number | undefined | null
+type Pairs = Array<[string, HeaderValue]>
+
+/** The request's header fields as [name, value] pairs, names as given. */
+export function headerPairs (headers: unknown): Pairs {
+  if (headers == null) return []
+  if (!Array.isArray(headers)) {
+    const iterable = typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function'
+    return Array.from(iterable ? headers as Iterable<[string, HeaderValue]> : Object.entries(headers), ([name, value]) => [name, value])
+  }
+  const out: Pairs = []
+  for (let i = 0; i + 1 < headers.length; i += 2) out.push([String(headers[i]), headers[i + 1] as HeaderValue])
+  return out
+}
+
+/** A field's value (several lines joined with ", "), or undefined when absent. */
+export function getHeader (pairs: Pairs, name: string): string | undefined {
+  const values = pairs.filter(([key, value]) => value != null && key.toLowerCase() === name).map(([, value]) => Array.isArray(value) ? value.join(', ') : String(value))
+  return values.length === 0 ? undefined : values.join(', ')
+}
+
+/** The pairs as the flat array undici takes, array values kept as field lines. */
+export function flatHeaders (pairs: Pairs): unknown[] {
+  return pairs.filter(([, value]) => value != null).flatMap(([name, value]) => [name, Array.isArray(value) ? value : String(value)])
+}
 
 // The request's fields a 406 or a digest problem may be about, in this order.
 const FACT_FIELDS = ['Repr-Digest', 'Content-Digest', 'Unencoded-Digest', 'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest']
@@ -27,19 +54,6 @@ function requestFacts (method: string, pairs: Pairs): RequestFacts {
   return { method, trailers, digestField: null, digestAlgorithm: null }
 }
 
-// The Want-* fields asked for, and under verify: 'required' `TE: trailers`: trailers
-// go only to a client that reads them (RFC 9110 §6.5.1, §10.1.4; HTTP/2 allows only
-// this TE, RFC 9113 §8.2.2). Fields the caller gave are kept.
-function requestPairs (params: ClientParams, headers: Headers): Pairs {
-  const pairs = headerPairs(headers)
-  const add: Array<[string, string | null]> = [
-    ['want-content-digest', params.wantContent], ['want-repr-digest', params.wantRepr], ['want-unencoded-digest', params.wantUnencoded],
-    ['te', params.verify === 'required' ? 'trailers' : null]
-  ]
-  for (const [name, value] of add) if (value !== null && getHeader(pairs, name) === undefined) pairs.push([name, value])
-  return pairs
-}
-
 /** The pairs with a prepared body's Content-Digest, and its Content-Type in place of any given. */
 function withPrepared (pairs: Pairs, { contentType, field }: PreparedBody): Pairs {
   const out = contentType === null ? pairs : [...pairs.filter(([name]) => name.toLowerCase() !== 'content-type'), ['content-type', contentType] as [string, string]]
@@ -50,8 +64,16 @@ function withPrepared (pairs: Pairs, { contentType, field }: PreparedBody): Pair
 export function digestInterceptor (options?: DigestInterceptorOptions): Dispatcher.DispatcherComposeInterceptor {
   const params = normalizeClientOptions(options)
   const algorithm = params.algorithms.slice(0, 1)
+  // The Want-* fields asked for, and under verify: 'required' `TE: trailers`: trailers go only to
+  // a client that reads them (RFC 9110 §6.5.1, §10.1.4; the one TE HTTP/2 allows, RFC 9113 §8.2.2).
+  const wanted: Array<[string, string | null]> = [
+    ['want-content-digest', params.wantContent], ['want-repr-digest', params.wantRepr], ['want-unencoded-digest', params.wantUnencoded],
+    ['te', params.verify === 'required' ? 'trailers' : null]
+  ]
+  const added = wanted.filter((pair): pair is [string, string] => pair[1] !== null)
   return (dispatch) => function digestDispatch (opts, handler) {
-    const pairs = requestPairs(params, opts.headers as Headers)
+    const pairs = headerPairs(opts.headers)
+    for (const [name, value] of added) if (getHeader(pairs, name) === undefined) pairs.push([name, value])
     const send = (fields: Pairs, body: unknown): boolean => {
       const next = new DigestHandler(handler, params, requestFacts((opts.method ?? 'GET').toUpperCase(), fields))
       return dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: flatHeaders(fields) as string[] }, next)

@@ -1,6 +1,5 @@
-// The interceptor's options, validated once by digestInterceptor(): the
-// plugin's names and defaults where they mean the same (algorithms, verify,
-// strict), unknown keys refused with the nearest name, as lib/plugin/options.ts does.
+// The interceptor's options, validated once: the plugin's names and defaults where
+// they mean the same; unknown keys refused with the nearest name (lib/plugin/options.ts).
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
 import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
 import { serializeWantField } from '../core/fields'
@@ -37,11 +36,8 @@ function wantValue (value: unknown, name: string, enabled: readonly DigestAlgori
   return serializeWantField(list.map((key, i) => [key as string, 10 - i]))
 }
 
-/**
- * An algorithm or a list asks for Content-Digest and Repr-Digest, not for
- * Unencoded-Digest (without a coding it is Repr-Digest's value; with one it
- * costs a decoder even in strict mode); the object form asks per field.
- */
+// An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest (without
+// a coding, Repr-Digest's value; with one, a decoder even in strict mode); the object, per field.
 function checkWant (value: unknown, enabled: readonly DigestAlgorithm[]): Array<string | null> {
   if (value === undefined) return [null, null, null]
   if (typeof value === 'string' || Array.isArray(value)) return [...Array(2).fill(wantValue(value, 'want', enabled)), null]

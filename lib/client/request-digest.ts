@@ -39,39 +39,35 @@ export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm
   })()
 }
 
-/** The algorithms and the `unencoded` option of digestHeaders() / digestBody(), checked. */
-function checkArgs (caller: string, algorithm: DigestAlgorithm | readonly DigestAlgorithm[], options: DigestHeadersOptions | undefined): [readonly DigestAlgorithm[], boolean] {
+/** The algorithms, checked, and the fields for a value under `options`: Content-Digest, and Unencoded-Digest if asked. */
+function checkArgs (caller: string, algorithm: DigestAlgorithm | readonly DigestAlgorithm[], options: DigestHeadersOptions | undefined): [readonly DigestAlgorithm[], (field: string) => Fields] {
   const algorithms: readonly DigestAlgorithm[] = typeof algorithm === 'string' ? [algorithm] : algorithm
   if (algorithms.length === 0) throw new TypeError(`${caller} needs at least one algorithm`)
   for (const key of algorithms) if (!ALGORITHMS.has(key)) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(key))
-  if (options === undefined) return [algorithms, false]
-  if (options === null || typeof options !== 'object') throw new FST_DIGEST_INVALID_OPTION('options', `expected { unencoded }, got ${describe(options)}`)
-  for (const key of Object.keys(options)) if (key !== 'unencoded') throw new FST_DIGEST_INVALID_OPTION(key, 'unknown option (options: unencoded)')
-  const unencoded = options.unencoded ?? false
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new FST_DIGEST_INVALID_OPTION('options', `expected { unencoded }, got ${describe(options)}`)
+  }
+  for (const key of Object.keys(options ?? {})) if (key !== 'unencoded') throw new FST_DIGEST_INVALID_OPTION(key, 'unknown option (options: unencoded)')
+  const unencoded = options?.unencoded ?? false
   if (typeof unencoded !== 'boolean') throw new FST_DIGEST_INVALID_OPTION('unencoded', `expected a boolean, got ${describe(unencoded)}`)
-  return [algorithms, unencoded]
-}
-
-function fields (field: string, unencoded: boolean): Fields {
-  return unencoded ? { 'content-digest': field, 'unencoded-digest': field } : { 'content-digest': field }
+  return [algorithms, (field) => unencoded ? { 'content-digest': field, 'unencoded-digest': field } : { 'content-digest': field }]
 }
 
 /** `{ 'content-digest': … }` for a body whose bytes are known (deprecated algorithms allowed: servers may ask for them). */
 export function digestHeaders (body: DigestibleBody, algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256', options?: DigestHeadersOptions): Fields {
   const bytes = knownBytes(body)
   if (bytes === null) throw new TypeError('digestHeaders() takes a string, an ArrayBuffer or a typed array (Buffer, Uint8Array, …); use digestBody() for a Blob or FormData')
-  const [algorithms, unencoded] = checkArgs('digestHeaders()', algorithm, options)
-  return fields(digestFieldOf(algorithms, bytes, true) as string, unencoded)
+  const [algorithms, fields] = checkArgs('digestHeaders()', algorithm, options)
+  return fields(digestFieldOf(algorithms, bytes, true) as string)
 }
 
 /** The body to send and its headers, for bytes, a Blob or a FormData (its Content-Type, with the boundary, in the headers). */
 export async function digestBody (body: DigestibleBody | Blob | FormData, algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256', options?: DigestHeadersOptions): Promise<DigestedBody> {
-  const [algorithms, unencoded] = checkArgs('digestBody()', algorithm, options)
+  const [algorithms, fields] = checkArgs('digestBody()', algorithm, options)
   const bytes = knownBytes(body)
-  if (bytes !== null) return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string, unencoded) }
-  const prepared = prepareBody(body, algorithms)
+  if (bytes !== null) return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string) }
+  const prepared = await prepareBody(body, algorithms) // without a signal, null only for another body
   if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
-  const { body: blob, contentType, field } = await prepared as PreparedBody // no signal: never null
-  const headers = fields(field, unencoded)
-  return { body: blob, headers: contentType === null ? headers : { ...headers, 'content-type': contentType } }
+  const headers = fields(prepared.field)
+  return { body: prepared.body, headers: prepared.contentType === null ? headers : { ...headers, 'content-type': prepared.contentType } }
 }

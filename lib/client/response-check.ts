@@ -22,12 +22,17 @@ import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { parseDigestField } from '../core/fields'
 import { usableAlgorithms, verifyDigests } from '../core/compare'
 import { clientError } from './errors'
-import { responseField } from './headers'
 import type { ClientParams } from './options'
 import { MAX_PROBLEM_SIZE, mayBeProblem, refusalOf } from './refusal'
 import { DECODED_CODINGS, MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>
+
+/** A field of undici's parsed headers (lowercase names; string or string[] values). */
+function responseField (headers: ResponseHeaders, name: string): string | undefined {
+  const value = headers[name]
+  return Array.isArray(value) ? value.join(', ') : value
+}
 
 /** What the request said that matters to its response's check. */
 export interface RequestFacts {
@@ -65,8 +70,7 @@ export class ResponseCheck {
   readonly #status: number
   readonly #received: Array<{ field: DigestFieldName, digests: DigestMap }> = []
   readonly #errors: DigestClientError[] = []
-  readonly #checkRepr: boolean
-  readonly #checkUnencoded: boolean
+  readonly #fields: readonly DigestFieldName[] // the fields checked on this response
   readonly #coding: string | undefined
   readonly #coded: boolean // a content coding, one not decoded here included
   readonly #trailerFields: boolean
@@ -83,11 +87,12 @@ export class ResponseCheck {
     this.#status = status
     const head = request.method === 'HEAD'
     this.empty = head || status === 204 || status === 304
-    this.#checkRepr = !head && ![204, 206, 304, 406].includes(status)
-    this.#checkUnencoded = !head && ![204, 206, 304].includes(status)
+    const ofRepr = !head && ![204, 206, 304].includes(status)
+    this.#fields = FIELDS.filter((f) => f === 'Content-Digest' || (ofRepr && (f === 'Unencoded-Digest' || status !== 406)))
     this.#coding = responseField(headers, 'content-encoding')?.trim()
     this.#coded = codingsOf(this.#coding)?.length !== 0
-    const [content, repr, unencoded] = this.#read(headers)
+    const got = this.#read(headers)
+    const [content, repr, unencoded] = FIELDS.map((f) => got.get(f))
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
     this.#trailerFields = !this.empty && (/content-digest|repr-digest|unencoded-digest/.test((responseField(headers, 'trailer') ?? '').toLowerCase()) ||
       (request.trailers && !inHead))
@@ -101,7 +106,7 @@ export class ResponseCheck {
       this.#trailerFields ? params.algorithms : params.algorithms.filter(wanted)
     const coded = pick((a) => content?.has(a) === true || (!onDecoded && repr?.has(a) === true) || (!decodes && unencoded?.has(a) === true))
     // (Where Unencoded-Digest is not checked, Repr-Digest is not either.)
-    const decoded = decodes && this.#checkUnencoded
+    const decoded = decodes && ofRepr
       ? pick((a) => (params.reprDigest !== 'coded' && repr?.has(a) === true) || unencoded?.has(a) === true)
       : []
     if (coded.length > 0) this.#hasher = new MultiDigester(coded)
@@ -112,19 +117,20 @@ export class ResponseCheck {
     }
   }
 
-  /** The digest fields (of the head or the trailers) this response's check reads. */
-  #read (fields: ResponseHeaders): Array<DigestMap | null> {
-    return FIELDS.map((field) => {
-      if ((field === 'Repr-Digest' && !this.#checkRepr) || (field === 'Unencoded-Digest' && !this.#checkUnencoded)) return null
+  /** The digest fields checked, from the head or the trailers. */
+  #read (fields: ResponseHeaders): Map<DigestFieldName, DigestMap> {
+    const got = new Map<DigestFieldName, DigestMap>()
+    for (const field of this.#fields) {
       try {
         const digests = parseDigestField(responseField(fields, field.toLowerCase()), field)
-        if (digests !== null) this.#received.push({ field, digests })
-        return digests
+        if (digests === null) continue
+        got.set(field, digests)
+        this.#received.push({ field, digests })
       } catch (err) {
         this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
-        return null
       }
-    })
+    }
+    return got
   }
 
   /** A side decoder runs: the response may be held for it (SharedController, SideDecoder.onRelease). */

@@ -1,7 +1,6 @@
-// The controller the handler above sees while a side decoder runs: both may
-// pause the response, the handler above (its reader is full) and the side
-// decoder (its queue is full); it resumes only when neither holds it, as
-// undici 7's decompress interceptor wraps its controller for the same reason.
+// The controller the handler above sees while a side decoder runs: both may pause
+// the response, and it resumes only when neither holds it (undici 7's decompress
+// interceptor wraps its controller for the same reason).
 import type { Dispatcher } from 'undici'
 
 type Controller = Dispatcher.DispatchController & { rawHeaders?: unknown, rawTrailers?: unknown }

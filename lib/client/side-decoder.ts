@@ -8,11 +8,10 @@ import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 
-// node:zlib makes a thread-pool round trip per write and per output chunk: output
-// in 64 KiB chunks, input in writes of at least BATCH_SIZE. The response is held
-// when the first decoder queued HOLD_SIZE, until its 'drain': undici 7.30.2's
-// resume() reads the socket's whole buffer (lib/dispatcher/client-h1.js:284-303),
-// so holding it per 16 KiB would make a download quadratic in its size.
+// node:zlib makes a thread-pool round trip per write and per output chunk: 64 KiB
+// chunks out, writes of BATCH_SIZE in. The response is held once the first decoder
+// queued HOLD_SIZE, until its 'drain': undici 7.30.2's resume() reads the socket's
+// whole buffer (lib/dispatcher/client-h1.js:284-303), quadratic if held per 16 KiB.
 export const CHUNK_SIZE = 64 * 1024
 export const HOLD_SIZE = 1024 * 1024
 export const BATCH_SIZE = 256 * 1024
@@ -21,9 +20,8 @@ export const MAX_CODINGS = 5
 
 interface DecoderOptions { chunkSize: number, writableHighWaterMark?: number }
 
-// "deflate" is zlib data (RFC 9110 §8.4.1.2); servers send raw deflate too and
-// fetch reads both (undici lib/web/fetch/util.js): a zlib header has method 8 in
-// its first octet's low bits (RFC 1950 §2.2).
+// "deflate" is zlib data (RFC 9110 §8.4.1.2), yet fetch reads raw deflate too (undici
+// lib/web/fetch/util.js): a zlib header has method 8 in its first octet (RFC 1950 §2.2).
 export const hasZlibHeader = (data: Uint8Array): boolean => ((data[0] as number) & 0x0f) === 0x08
 
 function deflateDecoder ({ chunkSize, writableHighWaterMark }: DecoderOptions): Transform {
@@ -53,7 +51,6 @@ const DECODERS: ReadonlyMap<string, Factory> = new Map<string, Factory>([
   ...([['zstd', zstd]] as const).filter((entry): entry is ['zstd', Factory] => entry[1] !== undefined) // no branch on the Node.js version
 ])
 
-/** The codings decoded here: zstd where node:zlib has it. */
 export const DECODED_CODINGS: readonly string[] = [...DECODERS.keys()]
 
 /** The codings as applied, lowercased (RFC 9110 §8.4.1), without `identity` or empty elements (§5.6.1); null if one is not decoded here. */
@@ -122,7 +119,7 @@ export class SideDecoder {
     this.#stages[0].end()
   }
 
-  /** Drop every decoder (pipe() passes no error on; an earlier one may hold bytes past its coding's end). */
+  /** Drop every decoder: pipe() passes no error on, and an earlier one may hold bytes past its coding's end. */
   destroy (): void {
     this.#settled = true
     this.#batch = []

@@ -4,7 +4,7 @@
 import { test } from 'tap'
 import { digestHeaders, digestInterceptor, clientErrors } from '../../lib/client/index'
 import { normalizeClientOptions, defaultMaxDecodedSize } from '../../lib/client/options'
-import { flatHeaders, getHeader, headerPairs } from '../../lib/client/headers'
+import { flatHeaders, getHeader, headerPairs } from '../../lib/client/interceptor'
 import { DigestHandler } from '../../lib/client/handler'
 import { computeDigest } from '../../lib/core/algorithms'
 import type { DigestInterceptorOptions } from '../../types/client'
