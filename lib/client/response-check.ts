@@ -1,21 +1,19 @@
-// One response's check: what to hash, from its head; the hashing as the body
-// streams; the verdict at its end, trailers included.
-// * Content-Digest: over the content as received, before any decoding (RFC 9530 §2).
-// * Repr-Digest: over the representation (§3); with a content coding, the coded
-//   bytes (§3, Appendix A; strict mode) or the decoded ones (the plugin's default
-//   mode, side-decoder.ts): either by default, one with `reprDigest`.
-//   Unencoded-Digest (draft-ietf-httpbis-unencoded-digest §3): decoded bytes only.
-// * Content that fails to decode has no decoded reading (mismatched); when the
-//   reading is unknown (maxDecodedSize, a coding not decoded here), a digest not
-//   of the coded bytes is unchecked: it fails only under verify: 'required', and
-//   only when no other digest was verified.
-// * Not checked: Repr- and Unencoded-Digest on HEAD (§3.1), 204 (Appendix B.5),
-//   206 (the whole representation's); Repr-Digest on 406 (the plugin sends the
-//   current one's); anything on 304 (RFC 9110 §15.4.5). HEAD, 204 and 304 are
-//   checked from the head (`empty`), so a failure rejects the request itself.
-// * Trailer fields (§2, §3) are checked when named by the Trailer field (RFC 9110
-//   §6.6.2) or asked for by `TE: trailers` with no usable digest in the head:
-//   every accepted algorithm is hashed for them.
+// One response's check: what to hash, decided from its head; the hashing as the
+// body streams; the verdict at its end, trailers included.
+// * Content-Digest is over the content as received (RFC 9530 §2). Repr-Digest is
+//   over the representation (§3): with a content coding, the coded bytes (§3,
+//   Appendix A; strict mode) or the decoded ones (the plugin's default mode):
+//   either by default, one with `reprDigest`. Unencoded-Digest: the decoded bytes
+//   only (draft-ietf-httpbis-unencoded-digest §3).
+// * Content that fails to decode has no decoded reading; where it is unknown
+//   (maxDecodedSize, a coding not decoded here), a digest not of the coded bytes is
+//   unchecked: it fails only under verify: 'required', with no other digest verified.
+// * Not checked: Repr- and Unencoded-Digest on HEAD (§3.1), 204 (Appendix B.5) and
+//   206 (the whole representation's); Repr-Digest on 406 (the plugin's is the current
+//   representation's); anything on 304 (RFC 9110 §15.4.5). HEAD, 204 and 304 are
+//   decided from the head, so a failure rejects the request itself.
+// * Trailer fields (§2, §3) are checked when the Trailer field names them (RFC 9110
+//   §6.6.2), or `TE: trailers` was sent and the head has no usable digest.
 import type { DigestAlgorithm, DigestClientError } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
@@ -34,14 +32,8 @@ function responseField (headers: ResponseHeaders, name: string): string | undefi
   return Array.isArray(value) ? value.join(', ') : value
 }
 
-/** What the request said that matters to its response's check. */
-export interface RequestFacts {
-  readonly method: string
-  /** The request sent `TE: trailers`; its digest field a 406 or a problem is about, and its first algorithm. */
-  readonly trailers: boolean
-  readonly digestField: string | null
-  readonly digestAlgorithm: string | null
-}
+/** The request's method, whether it sent `TE: trailers`, and the digest field (and its first algorithm) a refusal is about. */
+export interface RequestFacts { readonly method: string, readonly trailers: boolean, readonly digestField: string | null, readonly digestAlgorithm: string | null }
 
 const FIELDS: readonly DigestFieldName[] = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest']
 const NONE: DigestResults = new Map()
@@ -98,8 +90,8 @@ export class ResponseCheck {
       (request.trailers && !inHead))
     if (mayBeProblem(status, responseField(headers, 'content-type'))) this.#problem = []
     if (status === 304) return
-    // Over the bytes received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest
-    // without a coding; over the decoded bytes: Repr-Digest's decoded reading, Unencoded-Digest.
+    // Hashed as received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest without a
+    // coding; decoded: Repr-Digest's decoded reading, Unencoded-Digest. Trailers: every algorithm.
     const onDecoded = this.#coded && params.reprDigest === 'decoded'
     const decodes = this.#coded && !this.empty
     const pick = (wanted: (a: DigestAlgorithm) => boolean): readonly DigestAlgorithm[] =>
