@@ -50,9 +50,9 @@ export class DigestHandler implements Handler {
       })
       if (this.#failed) return
     } else this.#check = check
-    if (check.decodes) {
+    if (check.decoder !== null) {
       const shared = this.#shared = new SharedController(controller)
-      check.onRelease(() => shared.release())
+      check.decoder.onRelease(() => shared.release())
     }
     this.#handler.onResponseStart?.(this.#above(controller), statusCode, headers as never, statusMessage)
   }

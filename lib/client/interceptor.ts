@@ -17,13 +17,9 @@ type Pairs = Array<[string, HeaderValue]>
 /** The request's header fields as [name, value] pairs, names as given. */
 export function headerPairs (headers: unknown): Pairs {
   if (headers == null) return []
-  if (!Array.isArray(headers)) {
-    const iterable = typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function'
-    return Array.from(iterable ? headers as Iterable<[string, HeaderValue]> : Object.entries(headers), ([name, value]) => [name, value])
-  }
-  const out: Pairs = []
-  for (let i = 0; i + 1 < headers.length; i += 2) out.push([String(headers[i]), headers[i + 1] as HeaderValue])
-  return out
+  if (Array.isArray(headers)) return Array.from({ length: headers.length >> 1 }, (_, i) => [String(headers[2 * i]), headers[2 * i + 1] as HeaderValue])
+  const iterable = typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function'
+  return Array.from(iterable ? headers as Iterable<[string, HeaderValue]> : Object.entries(headers), ([name, value]) => [name, value])
 }
 
 /** A field's value (several lines joined with ", "), or undefined when absent. */

@@ -70,8 +70,7 @@ export class ResponseCheck {
   #hasher: MultiDigester | null = null
   #decoder: SideDecoder | null = null
   #undecodable: string | null = null // why no decoder runs for a coding
-  #problem: Buffer[] | null = null
-  #problemBytes = 0
+  #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
 
   constructor (params: ClientParams, request: RequestFacts, status: number, headers: ResponseHeaders) {
     this.#params = params
@@ -88,7 +87,7 @@ export class ResponseCheck {
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
     this.#trailerFields = !this.empty && (/content-digest|repr-digest|unencoded-digest/.test((responseField(headers, 'trailer') ?? '').toLowerCase()) ||
       (request.trailers && !inHead))
-    if (mayBeProblem(status, responseField(headers, 'content-type'))) this.#problem = []
+    if (mayBeProblem(status, responseField(headers, 'content-type'))) this.#problem = Buffer.alloc(0)
     if (status === 304) return
     // Hashed as received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest without a
     // coding; decoded: Repr-Digest's decoded reading, Unencoded-Digest. Trailers: every algorithm.
@@ -125,18 +124,14 @@ export class ResponseCheck {
     return got
   }
 
-  /** A side decoder runs: the response may be held for it (SharedController, SideDecoder.onRelease). */
-  get decodes (): boolean { return this.#decoder !== null }
-  onRelease (release: () => void): void { this.#decoder?.onRelease(release) }
+  /** The side decoder, when one runs: the response may be held for it (SharedController). */
+  get decoder (): SideDecoder | null { return this.#decoder }
 
   /** Feed a chunk of the content as received; false when the side decoder asks to hold the response. */
   update (chunk: Uint8Array): boolean {
     this.#hasher?.update(chunk)
-    if (this.#problem !== null) {
-      this.#problemBytes += chunk.byteLength
-      if (this.#problemBytes > MAX_PROBLEM_SIZE) this.#problem = null
-      else this.#problem.push(Buffer.from(chunk))
-    }
+    const problem = this.#problem
+    if (problem !== null) this.#problem = problem.length + chunk.byteLength > MAX_PROBLEM_SIZE ? null : Buffer.concat([problem, chunk])
     return this.#decoder?.write(chunk) ?? true
   }
 
@@ -171,7 +166,7 @@ export class ResponseCheck {
       failure = failureOf(verification)
       verified ||= verification.ok
     }
-    failure ??= refusalOf(this.#status, this.#request, this.#problem && Buffer.concat(this.#problem), this.#coding)
+    failure ??= refusalOf(this.#status, this.#request, this.#problem, this.#coding)
     if (failure === null && !verified && this.#params.verify === 'required' && this.#status !== 204) {
       failure = notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.#params.algorithms.join(', '))
     }
