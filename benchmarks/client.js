@@ -68,7 +68,7 @@
 // with none, or the run stops. MiB/s counts the file's bytes.
 //
 // The sides take turns within each of BENCH_CLIENT_ROUNDS rounds (default 3), in the
-// opposite order every other round, after one unmeasured request each.
+// opposite order every other round, after one unmeasured request each (the by-hand download too).
 //
 // A shared or small machine gives figures that mean little: run it on a quiet one.
 
@@ -238,6 +238,7 @@ async function downloads (base, plain, verified, rounds) {
   for (const name of ['small', 'large']) {
     await download(plain, name)
     await download(verified, name)
+    await downloadByHand(plain, name)
     let plainMs = 0
     let verifiedMs = 0
     let handMs = 0
