@@ -17,7 +17,8 @@
 // relative to the plain one; the goal is >= 0.95). A third side, the plain client with the
 // same sha-256 check written by hand, shows what hashing alone allows: where it is itself
 // below 0.95 of the plain client, the goal is out of reach for any verifying client, and
-// `verified / by hand` is the interceptor's own cost. Every verified download must end
+// `verified / by hand` is the interceptor's own cost (wall time; `verified / by hand CPU`, the
+// same with this process's CPU time, all threads). Every verified download must end
 // cleanly and every plain one must carry the whole body, or the run stops.
 //
 // Coded downloads: incompressible bodies (random bytes, made once in the server at start)
@@ -67,7 +68,7 @@
 // with none, or the run stops. MiB/s counts the file's bytes.
 //
 // The sides take turns within each of BENCH_CLIENT_ROUNDS rounds (default 3), in the
-// opposite order every other round, after one unmeasured request each.
+// opposite order every other round, after one unmeasured request each (the by-hand download too).
 //
 // A shared or small machine gives figures that mean little: run it on a quiet one.
 
@@ -220,10 +221,15 @@ async function downloads (base, plain, verified, rounds) {
     if (res.headers['content-digest'] !== `sha-256=:${hash.digest('base64')}:`) throw new Error(`${name}: the digest by hand does not match`)
   }
 
+  // Wall time, and this process's CPU time (all threads), which other tenants of the machine disturb less.
+  const cpuMs = { plain: 0, hand: 0, verified: 0 }
   async function timed (dispatcher, name, count, sample, byHand = false) {
     const start = process.hrtime.bigint()
+    const cpu = process.cpuUsage()
     for (let i = 0; i < count; i++) await (byHand ? downloadByHand : download)(dispatcher, name)
     const ms = Number(process.hrtime.bigint() - start) / 1e6
+    const used = process.cpuUsage(cpu)
+    cpuMs[byHand ? 'hand' : dispatcher === plain ? 'plain' : 'verified'] += (used.user + used.system) / 1000
     if (sample) sample.stop()
     return ms
   }
@@ -232,10 +238,12 @@ async function downloads (base, plain, verified, rounds) {
   for (const name of ['small', 'large']) {
     await download(plain, name)
     await download(verified, name)
+    await downloadByHand(plain, name)
     let plainMs = 0
     let verifiedMs = 0
     let handMs = 0
     let peak = 0
+    for (const side of Object.keys(cpuMs)) cpuMs[side] = 0
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? ['plain', 'hand', 'verified'] : ['verified', 'hand', 'plain']
       for (const side of order) {
@@ -259,6 +267,7 @@ async function downloads (base, plain, verified, rounds) {
       ratio: (plainMs / verifiedMs).toFixed(3),
       'by hand / plain': (plainMs / handMs).toFixed(3),
       'verified / by hand': (handMs / verifiedMs).toFixed(3),
+      'verified / by hand CPU': (cpuMs.hand / cpuMs.verified).toFixed(3),
       'rss growth (verified)': name === 'large' ? `${(peak / MiB).toFixed(1)} MiB` : '-'
     })
   }

@@ -1,34 +1,20 @@
-// A FormData request body as the bytes that will be sent. undici serializes
-// a FormData itself, with a random boundary, only when it writes the request
-// (undici 7.30.2 lib/dispatcher/client-h1.js:1167-1177 and client-h2.js:662-668,
-// through lib/web/fetch/body.js extractBody), so its bytes cannot be hashed
-// beforehand. The interceptor serializes it here instead, with a boundary of
-// its own, and sends the result: the digest covers exactly what goes out.
-//
-// The encoding is the HTML Standard's multipart/form-data encoding algorithm
-// (RFC 7578): one part per entry, names (and file names) with LF, CR and '"'
-// percent-escaped, string values with their line breaks normalized to CRLF.
-// The result is a Blob made of the parts: a File entry is referenced, not
-// copied, so a large (or file-backed, fs.openAsBlob) entry is never held in
-// memory, and is read once to hash and once to send.
+// A FormData body as the bytes sent. undici serializes it with a random boundary
+// as it writes the request (undici 7.30.2 lib/dispatcher/client-h1.js:1167-1177,
+// client-h2.js:662-668), too late to hash: it is serialized here instead, by the
+// HTML Standard's multipart/form-data encoding (RFC 7578), into a Blob that
+// references file entries rather than copying them.
 import { randomBytes } from 'node:crypto'
 
-/** Is it a FormData (the global one, or undici's), by the brand undici checks (lib/core/util.js isFormDataLike)? */
+/** A FormData (the global one or undici's), by the brand undici checks (lib/core/util.js isFormDataLike). */
 export function isFormData (body: unknown): body is FormData {
   return body !== null && typeof body === 'object' &&
-    (body as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'FormData' &&
-    typeof (body as FormData).entries === 'function'
+    (body as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'FormData' && typeof (body as FormData).entries === 'function'
 }
 
 const escapeName = (name: string): string => name.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22')
 const crlf = (text: string): string => text.replace(/\r\n|\r|\n/g, '\r\n')
 
-/**
- * The multipart/form-data serialization of `form` as a Blob whose `type` is
- * the Content-Type to send (with the boundary), or null when an entry is
- * neither a string nor a Blob (FormData.append allows no other, but a
- * look-alike might: such a body is sent as it is).
- */
+/** A Blob whose `type` is the Content-Type to send; null for an entry neither string nor Blob (a look-alike's). */
 export function formDataBlob (form: FormData): Blob | null {
   const boundary = `----fastify-digest-fields-${randomBytes(16).toString('hex')}`
   const parts: Array<string | Blob> = []
@@ -39,8 +25,7 @@ export function formDataBlob (form: FormData): Blob | null {
     } else if (value instanceof Blob) {
       // FormData.append makes a Blob a File named "blob" (XHR §4.4.2, "create an entry").
       const filename = typeof (value as File).name === 'string' ? (value as File).name : 'blob'
-      const type = value.type === '' ? 'application/octet-stream' : value.type
-      parts.push(`${head}; filename="${escapeName(filename)}"\r\nContent-Type: ${type}\r\n\r\n`, value, '\r\n')
+      parts.push(`${head}; filename="${escapeName(filename)}"\r\nContent-Type: ${value.type === '' ? 'application/octet-stream' : value.type}\r\n\r\n`, value, '\r\n')
     } else {
       return null
     }

@@ -1,15 +1,12 @@
-// fastify-digest-fields/client: RFC 9530 digest fields for undici 7 clients.
-// Its own entry (dist/client/index.js); it does not load fastify, nor undici
-// (only its types): the interceptor is given to the caller's dispatcher.
+// fastify-digest-fields/client: RFC 9530 digest fields for undici 7 clients. It
+// loads neither fastify nor undici: the interceptor goes to the caller's dispatcher.
 import { clientErrors } from './errors'
 import { digestInterceptor } from './interceptor'
 import { digestBody, digestHeaders } from './request-digest'
 
 const exported = { digestInterceptor, digestHeaders, digestBody, clientErrors }
 
-// Static hints for Node's CommonJS named-export detection (cjs-module-lexer),
-// as lib/index.ts gives them: `import { digestInterceptor } from
-// 'fastify-digest-fields/client'` works from ESM.
+// Static hints for Node's CommonJS named-export detection (cjs-module-lexer), as lib/index.ts gives.
 module.exports.digestInterceptor = digestInterceptor
 module.exports.digestHeaders = digestHeaders
 module.exports.digestBody = digestBody

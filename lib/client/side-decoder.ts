@@ -1,219 +1,99 @@
-// The default-mode reading of a coded response's Repr-Digest: the digest of
-// the representation before content coding (the plugin's default mode, see
-// the README's "Default and strict mode"). The coded bytes are decoded on
-// the side with node:zlib and the decoded bytes hashed; what the caller
-// receives is untouched. Content-Encoding lists the codings in the order
-// they were applied (RFC 9110 §8.4), so a `gzip, br` body is decoded by a
-// brotli decoder piped into a gunzip: one decoder per coding, the last
-// applied first. zstd (RFC 8878) is decoded where node:zlib has it (Node.js
-// 22.15 and 23.8 on); on Node.js 20 it is a coding not decoded here, like
-// any other node:zlib lacks. Capped: past `limit` decoded bytes, or with a
-// coding node:zlib does not have, the decoded reading is unknown (the digest cannot
-// be checked, response-check.ts); on a decoding error in any of the decoders
-// there is none (the content is not what its Content-Encoding says), and
-// only the coded reading (RFC 9530 §3) can match.
+// The decoded reading of a coded response: its bytes decoded on the side with
+// node:zlib and hashed, what the caller receives untouched. Codings are listed
+// as applied (RFC 9110 §8.4): `gzip, br` goes through brotli, then gunzip. zstd
+// (RFC 8878) where node:zlib has it. Past `limit` decoded bytes the reading is
+// unknown (`exceeded`); a decoding error leaves none.
 import * as zlib from 'node:zlib'
-import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib'
-import { Transform, type TransformCallback } from 'node:stream'
+import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/client'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 
-/**
- * Whether deflate-coded bytes start with a zlib header: its first octet
- * (CMF) has compression method 8 in its low four bits (RFC 1950 §2.2).
- * "deflate" is the zlib format (RFC 9110 §8.4.1.2), but some servers send
- * the raw deflate data without it, and fetch decodes both (undici 7.30.2
- * lib/web/fetch/util.js, InflateStream): so does this reading, or it would
- * fail on bytes the caller's fetch reads fine.
- */
-export function hasZlibHeader (data: Uint8Array): boolean {
-  return ((data[0] as number) & 0x0f) === 0x08
-}
-
-/**
- * node:zlib's output chunks. Its default, 16 KiB, takes four round trips to
- * the thread pool (each a wake-up of a worker and of the event loop) for
- * each 64 KiB read from a socket; 64 KiB takes one.
- */
+// node:zlib makes a thread-pool round trip per write and per output chunk: 64 KiB
+// chunks out, writes of BATCH_SIZE in. The response is held once the first decoder
+// queued HOLD_SIZE, until its 'drain': undici 7.30.2's resume() reads the socket's
+// whole buffer (lib/dispatcher/client-h1.js:284-303), quadratic if held per 16 KiB.
 export const CHUNK_SIZE = 64 * 1024
-
-/**
- * How much coded content the first decoder may queue before the response is
- * held (undici paused), and it is released only once that queue is empty
- * (its 'drain'): this is also the most content queued. undici 7.30.2 pauses
- * in the middle of what it read from the socket: it puts the rest back
- * (socket.unshift) and, on resume, takes the socket's whole buffer
- * (socket.read()), which has grown by a read meanwhile
- * (lib/dispatcher/client-h1.js, execute() and resume()). Held for every
- * 16 KiB chunk of a chunked response (node:zlib's default queue, 16 KiB),
- * that buffer would grow with the response, and a download would take time
- * quadratic in its size; held once per HOLD_SIZE, each resume consumes more
- * than was read.
- */
 export const HOLD_SIZE = 1024 * 1024
-
-/**
- * Coded content goes to the first decoder in writes of at least this many
- * bytes (chunks are gathered, then copied once): node:zlib makes at least one
- * round trip to the thread pool for each write, and a chunked response (16
- * KiB chunks from @fastify/compress) would otherwise make one per chunk.
- */
 export const BATCH_SIZE = 256 * 1024
-
-/** node:zlib's options, and the node:stream ones it passes on to its Transform. */
-interface DecoderOptions { chunkSize: number, writableHighWaterMark?: number }
-
-/** A "deflate" decoder: zlib or raw deflate, told by the first octet. */
-class DeflateDecoder extends Transform {
-  #inner: Transform | null = null
-  readonly #chunkSize: number
-
-  constructor ({ chunkSize, writableHighWaterMark }: DecoderOptions) {
-    super({ writableHighWaterMark })
-    this.#chunkSize = chunkSize
-  }
-
-  override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    if (this.#inner === null) {
-      // The first chunk is not empty: SideDecoder writes only non-empty
-      // batches, and node:zlib pushes no empty chunks (lib/zlib.js,
-      // processCallback: `if (have > 0)`) to a later decoder.
-      const options = { chunkSize: this.#chunkSize }
-      const inner = hasZlibHeader(chunk) ? createInflate(options) : createInflateRaw(options)
-      inner.on('data', (data: Buffer) => this.push(data))
-      inner.on('error', (err) => this.destroy(err))
-      this.#inner = inner
-    }
-    this.#inner.write(chunk, callback)
-  }
-
-  override _flush (callback: TransformCallback): void {
-    const inner = this.#inner
-    if (inner === null) {
-      callback()
-      return
-    }
-    inner.once('end', () => callback())
-    inner.end()
-  }
-
-  override _destroy (error: Error | null, callback: (error?: Error | null) => void): void {
-    this.#inner?.destroy()
-    callback(error)
-  }
-}
-
-function createDeflateDecoder (options: DecoderOptions): Transform {
-  return new DeflateDecoder(options)
-}
-
-const gunzip = (options: DecoderOptions): Transform => createGunzip(options)
-
-type DecoderFactory = (options: DecoderOptions) => Transform
-
-// zstd where node:zlib has it (@types/node 20 does not know it): picked by a
-// filter, so that no branch depends on the Node.js version.
-const OPTIONAL_DECODERS: ReadonlyArray<readonly [string, unknown]> = [
-  ['zstd', (zlib as unknown as Record<string, unknown>).createZstdDecompress]
-]
-
-const DECODERS: ReadonlyMap<string, DecoderFactory> = new Map([
-  ['gzip', gunzip],
-  ['x-gzip', gunzip],
-  ['deflate', createDeflateDecoder],
-  ['br', (options: DecoderOptions) => createBrotliDecompress(options)],
-  ...OPTIONAL_DECODERS.filter((entry): entry is readonly [string, DecoderFactory] => typeof entry[1] === 'function')
-])
-
-/** A content coding node:zlib decodes here (RFC 9110 §8.4.1), lowercased. */
-export type Coding = 'gzip' | 'x-gzip' | 'deflate' | 'br' | 'zstd'
-
-/** The codings decoded here: zstd where node:zlib has it. */
-export const DECODED_CODINGS: readonly string[] = Object.freeze([...DECODERS.keys()])
-
-/**
- * At most as many codings as undici's fetch decodes (5, the limit curl set
- * for CVE-2022-32206): each is a zlib stream with a window of its own, and a
- * Content-Encoding of a thousand codings would otherwise cost a thousand.
- */
+/** At most as many codings as undici's fetch decodes (5, curl's limit for CVE-2022-32206). */
 export const MAX_CODINGS = 5
 
-/**
- * The codings of a Content-Encoding value in the order they were applied
- * (RFC 9110 §8.4), lowercased (§8.4.1: case-insensitive), without `identity`
- * (no coding) or empty list elements (§5.6.1); [] when none is left. Null
- * when one is not a coding node:zlib decodes, or there are more than
- * MAX_CODINGS: the content cannot be decoded here.
- */
-export function codingsOf (contentEncoding: string | undefined): Coding[] | null {
-  const codings: Coding[] = []
-  for (const element of (contentEncoding ?? '').split(',')) {
-    const coding = element.trim().toLowerCase()
-    if (coding === '' || coding === 'identity') continue
-    if (!DECODERS.has(coding)) return null
-    codings.push(coding as Coding)
-  }
-  return codings.length > MAX_CODINGS ? null : codings
+interface DecoderOptions { chunkSize: number, writableHighWaterMark?: number }
+
+// "deflate" is zlib data (RFC 9110 §8.4.1.2), yet fetch reads raw deflate too (undici
+// lib/web/fetch/util.js): a zlib header has method 8 in its first octet (RFC 1950 §2.2).
+export const hasZlibHeader = (data: Uint8Array): boolean => ((data[0] as number) & 0x0f) === 0x08
+
+function deflateDecoder ({ chunkSize, writableHighWaterMark }: DecoderOptions): Transform {
+  let inner: Transform | null = null
+  return new Transform({
+    writableHighWaterMark,
+    transform (chunk: Buffer, _encoding, callback) {
+      inner ??= (hasZlibHeader(chunk) ? zlib.createInflate : zlib.createInflateRaw)({ chunkSize })
+        .on('data', (data: Buffer) => this.push(data)).on('error', (err) => this.destroy(err))
+      inner.write(chunk, callback)
+    },
+    flush (callback) {
+      if (inner === null) return callback()
+      inner.once('end', () => callback()).end()
+    },
+    destroy (err, callback) {
+      inner?.destroy()
+      callback(err)
+    }
+  })
+}
+
+type Factory = (options: DecoderOptions) => Transform
+const zstd = (zlib as unknown as { createZstdDecompress?: Factory }).createZstdDecompress
+const DECODERS: ReadonlyMap<string, Factory> = new Map<string, Factory>([
+  ['gzip', zlib.createGunzip], ['x-gzip', zlib.createGunzip], ['deflate', deflateDecoder], ['br', zlib.createBrotliDecompress],
+  ...([['zstd', zstd]] as const).filter((entry): entry is ['zstd', Factory] => entry[1] !== undefined) // no branch on the Node.js version
+])
+
+export const DECODED_CODINGS: readonly string[] = [...DECODERS.keys()]
+
+/** The codings as applied, lowercased (RFC 9110 §8.4.1), without `identity` or empty elements (§5.6.1); null if one is not decoded here. */
+export function codingsOf (contentEncoding: string | undefined): string[] | null {
+  const codings = (contentEncoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity')
+  return codings.length > MAX_CODINGS || codings.some((c) => !DECODERS.has(c)) ? null : codings
 }
 
 export class SideDecoder {
-  /** The decoders in decoding order: the coded bytes go into the first, the decoded ones come out of the last. */
   readonly #stages: readonly [Transform, ...Transform[]]
   readonly #hasher: MultiDigester
-  readonly #limit: number
   #done: (() => void) | null = null
   #release: () => void = () => {}
   #settled = false
-  /** Chunks gathered for the next write (BATCH_SIZE), and their size. */
   #batch: Uint8Array[] = []
   #batched = 0
-  /** The decoded digests, once the last decoder ended within the limit; else null. */
-  digests: DigestResults | null = null
-  /** Stopped at the limit: the decoded reading exists but was not computed (unlike a decoding error). */
-  exceeded = false
+  digests: DigestResults | null = null // once the last decoder ended within the limit
+  exceeded = false // stopped at the limit: the decoded reading exists but is unknown
 
   constructor (stages: readonly [Transform, ...Transform[]], algorithms: readonly DigestAlgorithm[], limit: number) {
     this.#stages = stages
     this.#hasher = new MultiDigester(algorithms)
-    this.#limit = limit
-    // pipe() carries data, backpressure and the end from one decoder to the
-    // next, not errors: each decoder's error is listened to here. `on`, not
-    // `once`: a decoder may fail after the reading settled (a later one
-    // ended first), and an error nobody listens to would throw.
+    // pipe() passes no errors on; `on`, as a decoder may fail after settling.
     for (const stage of stages) stage.on('error', () => this.#settle(false))
     const last = stages.reduce((from, to) => from.pipe(to))
     last.on('data', (chunk: Buffer) => {
-      if (this.#hasher.bytes + chunk.length > this.#limit) {
-        this.exceeded = true
-        this.#settle(false)
-        return
-      }
-      this.#hasher.update(chunk)
+      if (this.#hasher.bytes + chunk.length <= limit) return this.#hasher.update(chunk)
+      this.exceeded = true
+      this.#settle(false)
     })
     last.once('end', () => this.#settle(true))
-    // The response is held on the first decoder's input queue only: a later
-    // one that is full pauses the pipe into it, which fills that queue.
+    // Held on the first decoder's queue only: a later full one pauses the pipe into it.
     stages[0].on('drain', () => this.#release())
   }
 
   #settle (ok: boolean): void {
     if (this.#settled) return
-    this.#settled = true
     if (ok) this.digests = this.#hasher.digest()
-    // Every decoder: after an error or the cap the others would go on (pipe()
-    // does not pass errors on), and after the end an earlier one may still
-    // hold content past its coding's end.
-    this.#destroyStages()
-    this.#release()
+    this.destroy()
     this.#done?.()
   }
 
-  #destroyStages (): void {
-    this.#batch = []
-    for (const stage of this.#stages) stage.destroy()
-  }
-
-  /** False when the first decoder's input queue is full: hold the response until `onRelease`. */
+  /** False when the first decoder's queue is full: hold the response until `onRelease`. */
   write (chunk: Uint8Array): boolean {
     if (this.#settled) return true
     this.#batch.push(chunk)
@@ -228,39 +108,30 @@ export class SideDecoder {
     return this.#stages[0].write(batch)
   }
 
-  /** Called when the first decoder can take more again, or the reading has settled. */
-  onRelease (release: () => void): void {
-    this.#release = release
-  }
+  /** Called when the first decoder takes more again, or the reading has settled. */
+  onRelease (release: () => void): void { this.#release = release }
 
   /** Calls `done` once the decoded reading is known (available or not). */
   end (done: () => void): void {
     this.#done = done
-    if (this.#settled) {
-      done()
-      return
-    }
+    if (this.#settled) return done()
     if (this.#batched > 0) this.#flush()
     this.#stages[0].end()
   }
 
-  /** Drop the decoders (the response failed or was aborted). */
+  /** Drop every decoder: pipe() passes no error on, and an earlier one may hold bytes past its coding's end. */
   destroy (): void {
     this.#settled = true
-    this.#destroyStages()
+    this.#batch = []
+    for (const stage of this.#stages) stage.destroy()
     this.#release()
   }
 }
 
-/**
- * A decoder for a Content-Encoding value, or null when it names no coding
- * (absent, empty, only `identity`: the coded reading is the decoded one) or
- * one node:zlib does not decode (codingsOf).
- */
+/** A decoder for a Content-Encoding, or null when it names no coding, or one not decoded here. */
 export function sideDecoder (contentEncoding: string, algorithms: readonly DigestAlgorithm[], limit: number): SideDecoder | null {
-  // Decoding undoes the codings in reverse order, the last applied first (RFC 9110 §8.4).
-  // The first one queues up to HOLD_SIZE; pipe() feeds the others, each with node:stream's default queue.
-  const [first, ...rest] = (codingsOf(contentEncoding) ?? []).reverse().map((coding, i) =>
-    (DECODERS.get(coding) as DecoderFactory)(i === 0 ? { chunkSize: CHUNK_SIZE, writableHighWaterMark: HOLD_SIZE } : { chunkSize: CHUNK_SIZE }))
-  return first === undefined ? null : new SideDecoder([first, ...rest], algorithms, limit)
+  // The last coding applied is undone first (RFC 9110 §8.4); the first decoder queues up to HOLD_SIZE.
+  const stages = (codingsOf(contentEncoding) ?? []).reverse().map((coding, i) =>
+    (DECODERS.get(coding) as Factory)(i === 0 ? { chunkSize: CHUNK_SIZE, writableHighWaterMark: HOLD_SIZE } : { chunkSize: CHUNK_SIZE }))
+  return stages.length === 0 ? null : new SideDecoder(stages as [Transform, ...Transform[]], algorithms, limit)
 }

@@ -1,33 +1,23 @@
-// The controller the handler above sees when a side decoder runs: two
-// parties may pause the response, the handler above (its reader is full)
-// and the side decoder (its input queue is full, node:stream's write()
-// returned false). The response is resumed only when neither holds it, so
-// neither can resume it against the other's wish (undici 7's own
-// decompress interceptor wraps its controller for the same reason).
+// The controller the handler above sees while a side decoder runs: both may pause
+// the response, and it resumes only when neither holds it (undici 7's decompress
+// interceptor wraps its controller for the same reason).
 import type { Dispatcher } from 'undici'
 
 type Controller = Dispatcher.DispatchController & { rawHeaders?: unknown, rawTrailers?: unknown }
 
 export class SharedController {
   readonly #real: Controller
-  /** Paused by the handler above. */
   #paused = false
-  /** Held by the side decoder. */
   #held = false
 
-  constructor (real: Controller) {
-    this.#real = real
-  }
+  constructor (real: Controller) { this.#real = real }
 
   get aborted (): boolean { return this.#real.aborted }
   get reason (): Error | null { return this.#real.reason }
   get paused (): boolean { return this.#paused }
   get rawHeaders (): unknown { return this.#real.rawHeaders }
   get rawTrailers (): unknown { return this.#real.rawTrailers }
-
-  abort (reason: Error): void {
-    this.#real.abort(reason)
-  }
+  abort (reason: Error): void { this.#real.abort(reason) }
 
   pause (): void {
     this.#paused = true
@@ -39,13 +29,12 @@ export class SharedController {
     if (!this.#held) this.#real.resume()
   }
 
-  /** The side decoder's queue is full. */
+  /** The side decoder's queue is full; then it takes more (or has stopped). */
   hold (): void {
     this.#held = true
     this.#real.pause()
   }
 
-  /** The side decoder can take more (or has stopped). */
   release (): void {
     if (!this.#held) return
     this.#held = false
