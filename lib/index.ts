@@ -6,7 +6,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
-import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './plugin/options'
+import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './plugin/plugin-options'
 import { placeHooks, type RouteHookInstaller } from './plugin/route-hooks'
 import { setReprDigest, setUnencodedDigest } from './plugin/response/declared'
 import { installResponseDigests } from './plugin/response/hooks'

@@ -1,5 +1,5 @@
 // The interceptor's options, validated once: the plugin's names and defaults where
-// they mean the same; unknown keys refused with the nearest name (lib/plugin/options.ts).
+// they mean the same; unknown keys refused with the nearest name (lib/plugin/plugin-options.ts).
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
 import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
 import { serializeWantField } from '../core/fields'

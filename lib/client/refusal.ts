@@ -4,7 +4,7 @@
 // or the plugin's own FST_DIGEST_* `code` (its about:blank problems).
 import * as zlib from 'node:zlib'
 import type { DigestClientError } from '../../types/client'
-import { clientError } from './errors'
+import { clientError } from './failures'
 import { codingsOf, hasZlibHeader } from './side-decoder'
 import type { RequestFacts } from './response-check'
 

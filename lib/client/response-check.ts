@@ -19,7 +19,7 @@ import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } f
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { parseDigestField } from '../core/fields'
 import { usableAlgorithms, verifyDigests } from '../core/compare'
-import { clientError } from './errors'
+import { clientError } from './failures'
 import type { ClientParams } from './options'
 import { MAX_PROBLEM_SIZE, mayBeProblem, refusalOf } from './refusal'
 import { DECODED_CODINGS, MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'

@@ -1,4 +1,4 @@
-// The normalized options one route's hooks read (built by lib/plugin/options.ts,
+// The normalized options one route's hooks read (built by lib/plugin/plugin-options.ts,
 // frozen, never re-checked per request). Pure: no fastify import, so the
 // response plan (lib/core/response-plan.ts) can take it.
 import type { DigestAlgorithm, DigestFieldsHook, VerifyPolicy } from '../../types/index'

@@ -18,7 +18,7 @@ import { createVerifier, httpbis } from 'http-message-signatures'
 import { parseDictionary, serializeDictionary } from 'structured-headers'
 import type { FastifyDigestFieldsOptions } from '../../types/index'
 import digestFields = require('../../lib/index')
-import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/options'
+import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/plugin-options'
 import {
   heldKeyOf, keyIdOf, requestedSignatures, signed, SIGNATURE_CACHE_SIZE, signaturesFor, sriAlgorithms, signatureFields, type IntegrityKeys, type IntegritySignature
 } from '../../lib/core/integrity'

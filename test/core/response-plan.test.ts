@@ -7,7 +7,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { setFlagsFromString } from 'node:v8'
 import { test } from 'tap'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../../types/index'
-import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/options'
+import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/plugin-options'
 import { planDelivery, planFields, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../../lib/core/response-plan'
 
 function planResponse (request: RequestFacts, params: ReturnType<typeof normalizeOptions>, payload: PayloadFacts): ResponsePlan | null {

@@ -2,7 +2,7 @@
 // `live` option, else the response's media type among `liveTypes`.
 import { test } from 'tap'
 import { isLiveStream, mediaTypeOf } from '../../lib/core/live-streams'
-import { defaultLiveTypes } from '../../lib/plugin/options'
+import { defaultLiveTypes } from '../../lib/plugin/plugin-options'
 
 test('mediaTypeOf: lowercase, parameters and whitespace dropped', async (t) => {
   const cases: Array<[unknown, string]> = [

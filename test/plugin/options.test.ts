@@ -1,7 +1,7 @@
 import { test } from 'tap'
 import Fastify from 'fastify'
 import digestFields = require('../../lib/index')
-import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/options'
+import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/plugin-options'
 
 const bad: Array<[string, unknown, RegExp]> = [
   ['algorithms not an array', { algorithms: 'sha-256' }, /"algorithms": expected a non-empty array/],

@@ -27,7 +27,7 @@ import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } 
 import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, type DigestError, type Failure } from '../../core/judgement'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
-import type { DigestParams } from '../options'
+import type { DigestParams } from '../plugin-options'
 import { kRequestState, kVerification } from '../symbols'
 import { BodyStream } from './body-stream'
 

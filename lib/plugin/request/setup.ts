@@ -5,7 +5,7 @@
 // there, and a Repr-Digest on them is the conditional of docs/design.md.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestVerification } from '../../../types/index'
-import type { DigestParams } from '../options'
+import type { DigestParams } from '../plugin-options'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { BODYLESS_METHODS, hasContent } from '../../core/claims'

@@ -14,7 +14,7 @@ import type { FastifyReply, onSendHookHandler } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import { FileDigestCache, hashFile, type StaticFile } from '../../../lib/core/file-cache'
 import { identityFile } from '../../../lib/plugin/response/static-files'
-import { normalizeOptions } from '../../../lib/plugin/options'
+import { normalizeOptions } from '../../../lib/plugin/plugin-options'
 import { CheckedStream } from '../../../lib/core/digest-stream'
 import { readSidecars } from '../../../lib/core/sidecars'
 import digestFields = require('../../../lib/index')
