@@ -6,7 +6,7 @@
 // runs last and sees the bytes sent. A route without other onSend hooks
 // gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ResponseDigestField } from '../../../types/index'
+import type { DigestAlgorithm, ResponseDigestField } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { digestFieldOf, fieldWriter } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
@@ -37,16 +37,17 @@ function setState (request: FastifyRequest, state: ResponseState | typeof kNothi
   (request as unknown as WithResponseState)[kResponseState] = state
 }
 
-/** A route's plan for a request that asks for nothing, worked out once, and its one-value writer. */
+/** A route's plan for a request that asks for nothing, worked out once, and the writer of its shared value. */
 interface Usual {
   readonly plan: FieldPlan | null
+  readonly shared: readonly DigestAlgorithm[] | null
   readonly write: ((data: string | Buffer) => string) | null
 }
 
 function usualOf (params: DigestParams): Usual {
   const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
   const shared = plan?.shared ?? null
-  return { plan, write: shared === null ? null : fieldWriter(shared, params.strict) }
+  return { plan, shared, write: shared === null ? null : fieldWriter(shared, params.strict) }
 }
 
 /** The fields for this request: the route's usual plan when the request says nothing that changes it. */
@@ -61,12 +62,12 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
 }
 
 /**
- * The usual response, when nothing stands between the stages: a full
- * response of a string or Buffer, nothing declared, fields sharing one value
- * (plan.shared, which excludes a precondition), bytes not coded by the
- * route. They are the uncoded representation: every field is one value,
- * hashed and written in one step, with no per-request state. False, having
- * changed nothing, for any other response.
+ * The usual response: a full response of a string or Buffer, nothing
+ * declared, fields sharing one value (plan.shared, which excludes a
+ * precondition), bytes not coded by the route, and (at the content stage)
+ * no coding since the representation stage. They are the uncoded
+ * representation: every field is one value, hashed and written in one step.
+ * False, having changed nothing, for any other response.
  */
 function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan, usual: Usual, signing: boolean): boolean {
   const status = reply.statusCode
@@ -77,7 +78,7 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
     (fields.unencoded.length > 0 && !uncoded(reply.getHeader('content-encoding')))
   ) return false
   addVary(reply, signing)
-  const value = fields === usual.plan && usual.write !== null ? usual.write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
+  const value = shared === usual.shared && usual.write !== null ? usual.write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
   writeShared(reply, value, fields.content.length > 0, fields.repr.length > 0, fields.unencoded.length > 0, fields.signatures)
   return true
 }
@@ -101,14 +102,22 @@ function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payl
   else hookHeaders(hook, request, reply, payload, done)
 }
 
-function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, signing: boolean): void {
+function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean): void {
   const state = stateOf(request)
-  addVary(reply, signing)
   if (state === kNothing) {
+    addVary(reply, signing)
     done(null, payload)
     return
   }
   const { plan, params } = state
+  if (
+    !plan.partial && state.reprPayload !== null && reply.getHeader('content-encoding') === state.reprEncoding &&
+    usualResponse(reply, payload, plan, usual, signing)
+  ) {
+    fieldsDone(request, reply, payload, done, params)
+    return
+  }
+  addVary(reply, signing)
   if (plan.transport === 'declared') {
     // No content: no Content-Digest; Repr-Digest and Unencoded-Digest only when declared.
     setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
@@ -144,8 +153,8 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   const signing = params.integrityKeys.size > 0
 
   /** On to compress and the content stage, or the content stage now when nothing stands between them. */
-  function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean): void {
-    if (both) contentStage(request, reply, payload, done, signing)
+  function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, both: boolean): void {
+    if (both) contentStage(request, reply, payload, done, usual, signing)
     else done(null, payload)
   }
 
@@ -160,7 +169,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     }
     const fields = fieldsFor(request, routeParams, usual)
     if (fields === null) {
-      representationDone(request, reply, payload, done, both)
+      representationDone(request, reply, payload, done, usual, both)
       return
     }
     if (both && usualResponse(reply, payload, fields, usual, signing)) {
@@ -171,12 +180,12 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     if (isNodeStream(unwrapped)) {
       streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {
         setState(request, state)
-        representationDone(request, reply, out, done, both)
+        representationDone(request, reply, out, done, usual, both)
       }, done)
       return
     }
     setState(request, bytesRepresentation(request, reply, unwrapped, fields, routeParams, context))
-    representationDone(request, reply, unwrapped, done, both)
+    representationDone(request, reply, unwrapped, done, usual, both)
   }
 
   // 404s never reach onRoute (and compress never touches them).
@@ -192,7 +201,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       return {
         onSendAround: {
           before (request, reply, payload, done) { representationStage(request, reply, payload, done as Done, routeParams, usual, false) },
-          after (request, reply, payload, done) { contentStage(request, reply, payload, done as Done, signing) },
+          after (request, reply, payload, done) { contentStage(request, reply, payload, done as Done, usual, signing) },
           alone (request, reply, payload, done) { representationStage(request, reply, payload, done as Done, routeParams, usual, true) }
         }
       }
