@@ -10,15 +10,13 @@ import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { sameList } from '../../core/response-plan'
 import { STALE_PROBLEM, preconditionFails } from '../../core/precondition'
 import { signatureFields, type IntegritySignature } from '../../core/integrity'
-import type { TrailerHook } from './field-hook'
+import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './reply-state'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
 const VARY_VALUE = VARY_TOKENS.join(', ')
 const VARY_SIGNING_VALUE = VARY_SIGNING_TOKENS.join(', ')
-type DigestTrailer = 'content-digest' | 'repr-digest' | 'unencoded-digest'
-const TRAILERS: readonly DigestTrailer[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 /**
  * Vary: the Want-* fields, and Accept-Signature when the plugin holds SRI
@@ -124,7 +122,7 @@ export function decidePrecondition (reply: FastifyReply, state: ResponseState, r
   if (!fails) return null
   const { plan } = state
   reply.code(406)
-  for (const h of ['content-encoding', 'content-range', 'content-digest', 'repr-digest', 'unencoded-digest']) reply.removeHeader(h)
+  for (const h of ['content-encoding', 'content-range', ...DIGEST_FIELDS]) reply.removeHeader(h)
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
   setField(reply, 'repr-digest', repr, [plan.preconditionAlgorithm], plan.mode.strict)
@@ -166,7 +164,7 @@ export function emitFields (
  * value waits for it (field-hook.ts).
  */
 export function declareTrailer (
-  reply: FastifyReply, name: DigestTrailer, algs: readonly DigestAlgorithm[], strict: boolean,
+  reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
   compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null
 ): void {
   if (algs.length === 0) return
@@ -203,7 +201,7 @@ export function commaSeparatedTrailer (reply: FastifyReply): void {
 
 /** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
 export function hasDigestTrailers (reply: FastifyReply): boolean {
-  return TRAILERS.some((name) => reply.hasTrailer(name))
+  return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
 }
 
 /**
@@ -213,7 +211,7 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
  */
 export function dropTrailers (reply: FastifyReply): void {
   if (!hasDigestTrailers(reply)) return
-  for (const name of TRAILERS) reply.removeTrailer(name)
+  for (const name of DIGEST_FIELDS) reply.removeTrailer(name)
   for (const name of ['transfer-encoding', 'trailer']) {
     reply.removeHeader(name)
     reply.raw.removeHeader(name)

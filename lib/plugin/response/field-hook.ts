@@ -20,11 +20,11 @@ import type { Payload } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
 type RawResponse = ServerResponse | Http2ServerResponse
-type DigestFieldName = 'content-digest' | 'repr-digest' | 'unencoded-digest'
-type Fields = Partial<Record<DigestFieldName, string>>
+export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
+type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
 
-const DIGEST_FIELDS: readonly DigestFieldName[] = ['content-digest', 'repr-digest', 'unencoded-digest']
+export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 /** The digest fields set as headers on `reply`, added to `into`; null when there is none. */
 function headerFields (reply: FastifyReply, into: Fields = {}): Fields | null {
@@ -124,7 +124,7 @@ type TrailerDone = (err: Error | null, value?: string) => void
  */
 export class TrailerHook {
   private declared = 0
-  private readonly values: Array<[DigestFieldName, string | null, TrailerDone]> = []
+  private readonly values: Array<[DigestField, string | null, TrailerDone]> = []
 
   constructor (private readonly hook: DigestFieldsHook, private readonly request: FastifyRequest, private readonly reply: FastifyReply) {}
 
@@ -133,7 +133,7 @@ export class TrailerHook {
   }
 
   /** The value of trailer `name` (null: none). */
-  settle (name: DigestFieldName, value: string | null, done: TrailerDone): void {
+  settle (name: DigestField, value: string | null, done: TrailerDone): void {
     this.values.push([name, value, done])
     if (this.values.length < this.declared) return
     const { reply, values } = this

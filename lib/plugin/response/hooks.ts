@@ -83,15 +83,14 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
   return true
 }
 
+const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
+
 /** Tell the application (and the log, once per route) which wanted fields were given up on. */
 function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
   if (state.omitted === null) return
-  const { plan } = state
-  const wanted: Array<ResponseDigestField | 'Signature'> = []
-  if (plan.content.length > 0) wanted.push('Content-Digest')
-  if (plan.repr.length > 0) wanted.push('Repr-Digest')
-  if (plan.unencoded.length > 0) wanted.push('Unencoded-Digest')
-  if (plan.signatures.length > 0) wanted.push('Signature')
+  const { content, repr, unencoded, signatures } = state.plan
+  const lists = [content, repr, unencoded, signatures]
+  const wanted = WANTED.filter((_, i) => (lists[i] as readonly unknown[]).length > 0)
   state.context.omissions.report(request, reply, state.omitted, wanted, state.params.trailers)
 }
 
