@@ -25,10 +25,9 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
 }
 
 /**
- * The algorithms of the one value every field carries when the bytes sent
- * are the uncoded representation and nothing compares them: the fields ask
- * for the same set or none, and Unencoded-Digest (always Byte Sequences,
- * draft-ietf-httpbis-unencoded-digest §3) is written alike. Else null.
+ * The algorithms of the one value every field carries when the bytes sent are
+ * the uncoded representation: the fields ask for one set or none, written
+ * alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3). Else null.
  */
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean

@@ -158,10 +158,9 @@ export function emitFields (
 }
 
 /**
- * Declare a digest trailer, its value read once the body is sent. A trailer
- * callback that fails is dropped by fastify (lib/reply.js sendTrailer): so
- * is a digest that turned out unknown. With an onDigestFields hook, the
- * value waits for it (field-hook.ts).
+ * Declare a digest trailer, its value read once the body is sent; an unknown
+ * one fails its callback, which fastify drops (lib/reply.js sendTrailer).
+ * With an onDigestFields hook, the value waits for it (field-hook.ts).
  */
 export function declareTrailer (
   reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
@@ -183,20 +182,20 @@ export function declareTrailer (
  * comma-separated list: rewritten when node writes the head (writeHead, for
  * HTTP/1.1 and HTTP/2). docs/design.md, "What this plugin relies on".
  */
-type WriteHead = (this: RawResponse, ...args: unknown[]) => unknown
-interface RawResponse { writeHead: WriteHead, getHeader: (name: string) => unknown, setHeader: (name: string, value: string) => void }
-
-function withTrailerList (writeHead: WriteHead): WriteHead {
-  return function writeHeadWithTrailerList (this: RawResponse, ...args: unknown[]) {
-    const value = this.getHeader('trailer')
-    if (typeof value === 'string') this.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
-    return writeHead.apply(this, args)
-  }
+interface RawResponse {
+  writeHead: (this: RawResponse, ...args: unknown[]) => unknown
+  getHeader: (name: string) => unknown
+  setHeader: (name: string, value: string) => void
 }
 
 export function commaSeparatedTrailer (reply: FastifyReply): void {
   const res = reply.raw as unknown as RawResponse
-  res.writeHead = withTrailerList(res.writeHead)
+  const writeHead = res.writeHead
+  res.writeHead = function writeHeadWithTrailerList (this: RawResponse, ...args: unknown[]) {
+    const value = this.getHeader('trailer')
+    if (typeof value === 'string') this.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
+    return writeHead.apply(this, args)
+  }
 }
 
 /** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
@@ -204,11 +203,7 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
   return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
 }
 
-/**
- * A reply sent again: its stream failed before anything went out and
- * fastify sends the error. The digest trailers declared for it, and the
- * framing fastify already copied to the raw response, must not stay.
- */
+/** A reply sent again (its stream failed before anything went out): its digest trailers and their framing go. */
 export function dropTrailers (reply: FastifyReply): void {
   if (!hasDigestTrailers(reply)) return
   for (const name of DIGEST_FIELDS) reply.removeTrailer(name)
