@@ -104,13 +104,6 @@ export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, re
   })
 }
 
-/** `addTrailers` adding `extra` to the trailers it is given. */
-function withAdded (addTrailers: RawResponse['addTrailers'], extra: Added): RawResponse['addTrailers'] {
-  return function addTrailersWithAdded (this: RawResponse, trailers: Record<string, string>) {
-    addTrailers.call(this, { ...trailers, ...Object.fromEntries(extra) })
-  } as RawResponse['addTrailers']
-}
-
 /** A digest trailer's callback, once its value is known (null: none): fastify's `done`. */
 type TrailerDone = (err: Error | null, value?: string) => void
 
@@ -151,7 +144,12 @@ export class TrailerHook {
     }
     headerFields(reply, fields)
     run(this.hook, this.request, reply, fields, (added) => {
-      if (added.length > 0) reply.raw.addTrailers = withAdded(reply.raw.addTrailers, added)
+      const addTrailers = reply.raw.addTrailers
+      if (added.length > 0) {
+        reply.raw.addTrailers = function addTrailersWithAdded (this: RawResponse, trailers: Record<string, string>) {
+          addTrailers.call(this, { ...trailers, ...Object.fromEntries(added) })
+        } as RawResponse['addTrailers']
+      }
       send()
     }, (err) => {
       reply.log.error({ err }, 'fastify-digest-fields: the onDigestFields hook failed on the trailers; the response was cut off')

@@ -27,14 +27,9 @@ type Done = (err: Error | null, payload?: Payload) => void
 /** The request decorator's value when the response carries no digest field (only Vary is added). */
 const kNothing = Symbol('nothing')
 
-interface WithResponseState { [kResponseState]: ResponseState | typeof kNothing }
-
-function stateOf (request: FastifyRequest): ResponseState | typeof kNothing {
-  return (request as unknown as WithResponseState)[kResponseState]
-}
-
-function setState (request: FastifyRequest, state: ResponseState | typeof kNothing): void {
-  (request as unknown as WithResponseState)[kResponseState] = state
+/** The request decorator kResponseState: what the representation stage hands the content stage. */
+function slot (request: FastifyRequest): { [kResponseState]: ResponseState | typeof kNothing } {
+  return request as unknown as { [kResponseState]: ResponseState | typeof kNothing }
 }
 
 /** A route's plan for a request that asks for nothing, worked out once, and the writer of its shared value. */
@@ -102,7 +97,7 @@ function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payl
 }
 
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean): void {
-  const state = stateOf(request)
+  const state = slot(request)[kResponseState]
   if (state === kNothing) {
     addVary(reply, signing)
     done(null, payload)
@@ -161,10 +156,10 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, usual: Usual, both: boolean
   ): void {
     // A state left by an earlier send: this one is fastify's error after it.
-    if (stateOf(request) !== kNothing) {
+    if (slot(request)[kResponseState] !== kNothing) {
       dropTrailers(reply)
       ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
-      setState(request, kNothing)
+      slot(request)[kResponseState] = kNothing
     }
     const fields = fieldsFor(request, routeParams, usual)
     if (fields === null) {
@@ -178,12 +173,12 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
       streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {
-        setState(request, state)
+        slot(request)[kResponseState] = state
         representationDone(request, reply, out, done, usual, both)
       }, done)
       return
     }
-    setState(request, bytesRepresentation(request, reply, unwrapped, fields, routeParams, context))
+    slot(request)[kResponseState] = bytesRepresentation(request, reply, unwrapped, fields, routeParams, context)
     representationDone(request, reply, unwrapped, done, usual, both)
   }
 
