@@ -25,7 +25,7 @@
 //   text (decimalMembers), and a Decimal is refused like any other wrong type.
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
-import { base64Digester, computeDigest, computeDigestBase64, isDigestAlgorithm } from './algorithms'
+import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
 
 // unixsum and unixcksum may travel as Integers (the default serialization):
@@ -214,45 +214,28 @@ export function serializeSelected (
   return out
 }
 
-/**
- * The field value of the digests of `data` for `algorithms`, in that order,
- * or null for none: hashed and serialized in one step (the same value as
- * serializeSelected() over digestAll()), for digests that are only sent.
- */
-export function digestFieldOf (
-  algorithms: readonly DigestAlgorithm[],
-  data: Buffer | Uint8Array | string,
-  strict: boolean
-): string | null {
-  let out: string | null = null
-  for (let i = 0; i < algorithms.length; i++) {
-    const algorithm = algorithms[i] as DigestAlgorithm
-    const member = strict || !INTEGER_WIDTH.has(algorithm)
-      ? `${algorithm}=:${computeDigestBase64(algorithm, data)}:`
-      : digestMember(algorithm, computeDigest(algorithm, data), false)
-    out = out === null ? member : `${out}, ${member}`
-  }
-  return out
-}
-
-/** digestFieldOf() for a fixed list of algorithms (see fieldWriter). */
+/** The field value of the digests of some data, hashed and serialized in one step (digests only sent). */
 export type FieldWriter = (data: Buffer | Uint8Array | string) => string
 
 /**
- * digestFieldOf() for a list of algorithms known in advance (a route's
- * unsolicited ones), built once: a single algorithm written as a Byte
- * Sequence (the usual `sha-256`) is looked up here, not per response. Null
- * for no algorithm.
+ * The writer of the field value of `algorithms`, in that order (the same
+ * value as serializeSelected() over digestAll()), built once for a list known
+ * in advance: each algorithm is looked up here, not per response. Null for none.
  */
 export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boolean): FieldWriter | null {
-  if (algorithms.length === 0) return null
-  const only = algorithms[0] as DigestAlgorithm
-  if (algorithms.length > 1 || (!strict && INTEGER_WIDTH.has(only))) {
-    return (data) => digestFieldOf(algorithms, data, strict) as string
-  }
-  const prefix = `${only}=:`
-  const digest = base64Digester(only)
-  return (data) => prefix + digest(data) + ':'
+  const members = algorithms.map((algorithm): FieldWriter => {
+    if (!strict && INTEGER_WIDTH.has(algorithm)) return (data) => digestMember(algorithm, computeDigest(algorithm, data), false)
+    const prefix = `${algorithm}=:`
+    const digest = base64Digester(algorithm)
+    return (data) => prefix + digest(data) + ':'
+  })
+  if (members.length < 2) return members[0] ?? null
+  return (data) => members.map((member) => member(data)).join(', ')
+}
+
+/** fieldWriter()'s value for `data`, for a list used once; null for no algorithm. */
+export function digestFieldOf (algorithms: readonly DigestAlgorithm[], data: Buffer | Uint8Array | string, strict: boolean): string | null {
+  return fieldWriter(algorithms, strict)?.(data) ?? null
 }
 
 /**

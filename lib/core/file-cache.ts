@@ -49,11 +49,7 @@ async function readDigests (
   return hasher.digest()
 }
 
-/**
- * Hash a file, or the inclusive `range` of it, through one reused buffer.
- * Null when it cannot be read, or its descriptor's stat after reading is not
- * `file.stat`: the bytes read are not that version of the file.
- */
+/** The digests of a file or its inclusive `range`; null when unreadable or not the version `file.stat` describes. */
 export async function hashFile (
   file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
 ): Promise<DigestResults | null> {
@@ -88,14 +84,12 @@ function touch<V> (map: Map<string, V>, key: string, value: V, max: number): voi
 /** Background passes that run at once; the others wait for one to end. */
 const BACKGROUND_PASSES = 2
 
-export interface FileCacheOptions {
-  /** Hash what is not known in the background and answer without it, instead of waiting (`fileHashing: 'background'`). */
-  readonly background?: boolean
-  /** Take digests from the files' sidecars (lib/core/sidecars.ts), each checked by a background pass. */
-  readonly sidecars?: boolean
-  /** Told of a sidecar that did not match its file (the file's digests replace it). */
-  readonly wrongSidecar?: (path: string) => void
-}
+/**
+ * `background`: answer without what is not known yet, hashed in the background
+ * (`fileHashing: 'background'`); `sidecars`: digests from sidecars (sidecars.ts),
+ * each checked by a background pass; `wrongSidecar`: told of one that did not match.
+ */
+interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
 
 interface Found {
   readonly out: DigestResults
@@ -104,12 +98,10 @@ interface Found {
 }
 
 /**
- * Digests of whole files, least recently used out: one entry per path (one
- * version; a newer replaces it), so `maxEntries` bounds the memory whatever
- * the sizes. 0 keeps nothing; concurrent requests still share a pass.
- * Background passes (`background`, and the check of every sidecar used) run
- * BACKGROUND_PASSES at a time and at most `maxEntries` wait; past that none
- * starts, so requests answered at once cannot pile up open files.
+ * Digests of whole files, least recently used out, one version per path:
+ * `maxEntries` bounds the memory whatever the sizes (0 keeps nothing;
+ * concurrent requests still share a pass). Background passes run
+ * BACKGROUND_PASSES at a time, at most `maxEntries` waiting: no pile of open files.
  */
 export class FileDigestCache {
   readonly #max: number
@@ -181,12 +173,7 @@ export class FileDigestCache {
     })
   }
 
-  /**
-   * One hashing pass over this version of the file for `algorithms`, which
-   * requests share until it ends; its result is kept. `claimed`: digests
-   * read from sidecars, which the result checks (and replaces). Null when a
-   * background pass could not be started.
-   */
+  /** One pass over this version for `algorithms`, shared until it ends and kept; checks `claimed` (sidecars'). Null: not started. */
   #pass (
     file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null
   ): Promise<DigestResults | null> | null {
@@ -223,11 +210,9 @@ export class FileDigestCache {
   }
 
   /**
-   * The digests of this version of the file for `algorithms`: cached ones,
-   * ones a pass under way will produce, those its sidecars give, and one new
-   * pass for the rest. Null when the file is not (or no longer) that
-   * version; in the background mode, also when any is not known yet (the
-   * pass then runs in the background).
+   * This version's digests for `algorithms`: cached, from a pass under way,
+   * from sidecars, else from one new pass. Null when the file is not that
+   * version, or (background mode) when any is not known yet.
    */
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
     const key = identityKey(file)

@@ -13,7 +13,7 @@ import { createPrivateKey, createPublicKey, KeyObject, sign } from 'node:crypto'
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm } from '../../types/index'
 
-export const INTEGRITY_TAG = 'ed25519-integrity'
+const INTEGRITY_TAG = 'ed25519-integrity'
 
 /** The digest algorithms an Unencoded-Digest signed for SRI may carry that the plugin has. */
 export const SRI_ALGORITHMS: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
@@ -53,12 +53,6 @@ export function unpadded (keyid: string): string {
   return keyid.slice(0, end)
 }
 
-/** The keyid of an Ed25519 key: the base64 of its raw 32-byte public key. */
-export function keyIdOf (key: KeyObject): string {
-  const jwk = createPublicKey(key).export({ format: 'jwk' })
-  return Buffer.from(jwk.x as string, 'base64url').toString('base64')
-}
-
 /**
  * An option's key as a held key: a private Ed25519 KeyObject, or its PEM.
  * Returns why it is not one instead.
@@ -84,7 +78,9 @@ export function heldKeyOf (value: unknown): HeldKey | string {
   }
   if (key.type === 'public') return 'a public key: the Ed25519 private key is needed to sign'
   if (key.asymmetricKeyType !== 'ed25519') return `a ${key.asymmetricKeyType ?? key.type} key, not Ed25519`
-  return { keyid: keyIdOf(key), privateKey: key }
+  // The keyid: the base64 of the raw 32-byte public key.
+  const { x } = createPublicKey(key).export({ format: 'jwk' })
+  return { keyid: Buffer.from(x as string, 'base64url').toString('base64'), privateKey: key }
 }
 
 /** The held key named by `keyid` (padding optional), if any. */
@@ -174,19 +170,6 @@ export function signaturesFor (
   return [...requested, unsolicited]
 }
 
-/** The Signature-Input member's value (the `@signature-params` line's). */
-export function signatureParams (keyid: string): string {
-  return `("unencoded-digest";sf);keyid="${keyid}";tag="${INTEGRITY_TAG}"`
-}
-
-/**
- * The signature base (RFC 9421 §2.5) of `"unencoded-digest";sf`: the value
- * as the plugin writes it is its RFC 8941 serialization already (§2.1.1).
- */
-export function signatureBase (unencoded: string, params: string): string {
-  return `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${params}`
-}
-
 /** How many signatures `signed` keeps (the oldest out first). */
 export const SIGNATURE_CACHE_SIZE = 1024
 
@@ -203,7 +186,9 @@ let oldest = 0
 export function signed (unencoded: string, params: string, privateKey: KeyObject): string {
   const hit = cache.get(unencoded)
   if (hit !== undefined && hit.privateKey === privateKey && hit.params === params) return hit.value
-  const value = sign(null, Buffer.from(signatureBase(unencoded, params), 'latin1'), privateKey).toString('base64')
+  // The signature base (RFC 9421 §2.5): the value as the plugin writes it is its RFC 8941 serialization (§2.1.1).
+  const base = `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${params}`
+  const value = sign(null, Buffer.from(base, 'latin1'), privateKey).toString('base64')
   if (hit === undefined) {
     const out = kept[oldest]
     if (out !== undefined) cache.delete(out)
@@ -220,7 +205,8 @@ export function signatureFields (signatures: readonly IntegritySignature[], unen
   let input = ''
   let signature = ''
   for (const s of signatures) {
-    const params = signatureParams(s.keyid)
+    // The Signature-Input member's value, the `@signature-params` line's.
+    const params = `("unencoded-digest";sf);keyid="${s.keyid}${MEMBER_END}`
     const value = signed(unencoded, params, s.privateKey)
     if (input !== '') {
       input += ', '

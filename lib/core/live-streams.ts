@@ -5,7 +5,7 @@
 // media type, a `type/*` range, or `*/*` for every stream (RFC 9110 §12.5.1).
 
 /** The media type of a Content-Type value, lowercase, without parameters (RFC 9110 §8.3.1). */
-export function mediaTypeOf (contentType: unknown): string {
+function mediaTypeOf (contentType: unknown): string {
   const value = Array.isArray(contentType) ? contentType[0] : contentType
   if (typeof value !== 'string') return ''
   const semicolon = value.indexOf(';')

@@ -25,10 +25,9 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
 }
 
 /**
- * The algorithms of the one value every field carries when the bytes sent
- * are the uncoded representation and nothing compares them: the fields ask
- * for the same set or none, and Unencoded-Digest (always Byte Sequences,
- * draft-ietf-httpbis-unencoded-digest §3) is written alike. Else null.
+ * The algorithms of the one value every field carries when the bytes sent are
+ * the uncoded representation: the fields ask for one set or none, written
+ * alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3). Else null.
  */
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
@@ -53,14 +52,11 @@ export function noContentStatus (status: number): boolean {
   return status < 200 || status === 204 || status === 304
 }
 
-/** A request's header fields, as node parses them (lowercase names). */
-export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>
-
-/** What the request says: its method, HTTP version and fields (Want-*, Repr-Digest, TE, Accept-Signature). */
+/** What the request says: its method, HTTP version and fields as node parses them (lowercase names). */
 export interface RequestFacts {
   readonly method: string
   readonly httpVersion: string
-  readonly headers: RequestHeaders
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>
 }
 
 /** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
@@ -81,15 +77,13 @@ export interface FieldPlan {
   readonly content: readonly DigestAlgorithm[]
   readonly repr: readonly DigestAlgorithm[]
   readonly unencoded: readonly DigestAlgorithm[]
-  /** The 406 rule's precondition, enabled members only. */
+  /** The 406 rule's precondition (enabled members), and the algorithm of a 406's Repr-Digest. */
   readonly precondition: Precondition | null
-  /** The algorithm of a 406 response's Repr-Digest. */
   readonly preconditionAlgorithm: DigestAlgorithm
-  /** Computed over the representation: Repr-Digest's and the precondition's. */
+  /** Hashed over the representation (Repr-Digest's, the precondition's), and over the identity one. */
   readonly reprNeeded: readonly DigestAlgorithm[]
-  /** Computed over the identity representation (all but a strict full response's representation ones). */
   readonly identityNeeded: readonly DigestAlgorithm[]
-  /** The one value of every field when the bytes sent are the uncoded representation (sharedAlgorithms); null with a precondition. */
+  /** The one value of every field when the bytes sent are the uncoded representation (sharedAlgorithms). */
   readonly shared: readonly DigestAlgorithm[] | null
   readonly mode: Mode
   readonly head: boolean
@@ -108,10 +102,9 @@ export interface PayloadFacts {
 }
 
 /**
- * How the digests travel: 'headers' (bytes hashed before sending),
- * 'trailers' (a stream hashed as it flows, RFC 9530 §2, §3), 'buffer' (a
- * stream held up to maxBufferSize), 'declared' (no content: only what the
- * route declared), 'none' (left out, for `omitted`).
+ * How the digests travel: headers (bytes hashed before sending), trailers (a stream
+ * hashed as it flows, RFC 9530 §2), buffer (a stream held up to maxBufferSize),
+ * declared (no content: what the route declared), none (left out: `omitted`).
  */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
 
@@ -122,13 +115,7 @@ export interface ResponsePlan extends FieldPlan {
   readonly partial: boolean
   /** Hashed over the content: Content-Digest's, and a strict full response's representation ones. */
   readonly contentHashed: readonly DigestAlgorithm[]
-  /**
-   * Where the representation's digests come from: the content as sent
-   * (strict, full response), the identity representation (default mode),
-   * or the whole representation as sent without being the content (strict
-   * HEAD and 206: the identity one or the file as sent, unknown when a
-   * coding was applied after the representation stage).
-   */
+  /** Where the representation's digests come from: the content (strict, full), the identity one (default), or as sent (strict HEAD, 206). */
   readonly reprFrom: 'content' | 'identity' | 'sent'
 }
 

@@ -24,7 +24,7 @@ const MAX_SIZE = 1024
 const LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-f]+))\r?\n?$/i
 
 /** The digest a sidecar's text holds, when it is one hex digest of `octets` octets. */
-export function parseSidecar (text: string, octets: number): Buffer | null {
+function parseSidecar (text: string, octets: number): Buffer | null {
   const m = LINE.exec(text)
   const hex = m?.[1] ?? m?.[2]
   return hex !== undefined && hex.length === octets * 2 ? Buffer.from(hex, 'hex') : null

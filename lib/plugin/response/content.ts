@@ -7,8 +7,9 @@ import { pipeline } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
 import { union } from '../../core/response-plan'
+import type { DigestAlgorithm } from '../../../types/index'
 import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, setField, unencodedDigests, wholeOf } from './emit'
-import { TrailerHook } from './field-hook'
+import { TrailerHook, type DigestField } from './field-hook'
 import { fileContent } from './static-files'
 import type { Payload, ResponseState } from './reply-state'
 
@@ -85,19 +86,17 @@ export async function streamedContent (
     reply.removeHeader('content-length')
     const strict = plan.mode.strict
     const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
-    declareTrailer(reply, 'content-digest', plan.content, strict, () => hasher.digests, hook)
-    if (state.file !== null && plan.reprFrom !== 'content') {
-      // A file's representation digest is known before any byte is sent.
-      setField(reply, 'repr-digest', reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.repr), plan.repr, strict)
-    } else {
-      declareTrailer(reply, 'repr-digest', plan.repr, strict, (r) =>
-        reprDigests(r, plan.reprFrom === 'content' ? hasher.digests : identityOf(), plan.repr), hook)
-    }
-    if (state.file !== null) {
-      // So is a file's Unencoded-Digest (its identity file's).
-      setField(reply, 'unencoded-digest', unencodedDigests(reply, state, state.repr), plan.unencoded, true)
-    } else {
-      declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), hook)
+    // A file's representation digests are known before any byte is sent: headers.
+    const file = state.file !== null
+    const fields: Array<[DigestField, readonly DigestAlgorithm[], boolean, boolean, (r: FastifyReply) => DigestResults | null]> = [
+      ['content-digest', plan.content, strict, false, () => hasher.digests],
+      ['repr-digest', plan.repr, strict, file && plan.reprFrom !== 'content',
+        (r) => reprDigests(r, plan.reprFrom === 'content' ? hasher.digests : wholeOf(r, state, null, identityOf()), plan.repr)],
+      ['unencoded-digest', plan.unencoded, true, file, (r) => unencodedDigests(r, state, identityOf())]
+    ]
+    for (const [name, algs, asBytes, now, compute] of fields) {
+      if (now) setField(reply, name, compute(reply), algs, asBytes)
+      else declareTrailer(reply, name, algs, asBytes, compute, hook)
     }
     commaSeparatedTrailer(reply)
     return hasher

@@ -11,7 +11,7 @@ import { ALGORITHMS } from '../../core/algorithms'
 import { FST_DIGEST_INVALID_DECLARED_DIGEST } from '../../core/errors'
 import { kDeclared, kDeclaredUnencoded } from '../symbols'
 
-export type DeclaredMap = Map<DigestAlgorithm, Buffer>
+type DeclaredMap = Map<DigestAlgorithm, Buffer>
 
 function toOctets (algorithm: DigestAlgorithm, value: unknown, length: number): Buffer {
   if (typeof value === 'number') {
@@ -33,7 +33,7 @@ function toOctets (algorithm: DigestAlgorithm, value: unknown, length: number): 
 }
 
 /** Validate a declaration; throws FST_DIGEST_INVALID_DECLARED_DIGEST (a TypeError). */
-export function normalizeDeclared (digests: DeclaredDigests): DeclaredMap {
+function normalizeDeclared (digests: DeclaredDigests): DeclaredMap {
   if (digests === null || typeof digests !== 'object') {
     throw new FST_DIGEST_INVALID_DECLARED_DIGEST('expected an object of algorithm: digest')
   }

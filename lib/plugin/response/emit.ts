@@ -10,15 +10,13 @@ import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { sameList } from '../../core/response-plan'
 import { STALE_PROBLEM, preconditionFails } from '../../core/precondition'
 import { signatureFields, type IntegritySignature } from '../../core/integrity'
-import type { TrailerHook } from './field-hook'
+import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './reply-state'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
 const VARY_VALUE = VARY_TOKENS.join(', ')
 const VARY_SIGNING_VALUE = VARY_SIGNING_TOKENS.join(', ')
-type DigestTrailer = 'content-digest' | 'repr-digest' | 'unencoded-digest'
-const TRAILERS: readonly DigestTrailer[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 /**
  * Vary: the Want-* fields, and Accept-Signature when the plugin holds SRI
@@ -124,7 +122,7 @@ export function decidePrecondition (reply: FastifyReply, state: ResponseState, r
   if (!fails) return null
   const { plan } = state
   reply.code(406)
-  for (const h of ['content-encoding', 'content-range', 'content-digest', 'repr-digest', 'unencoded-digest']) reply.removeHeader(h)
+  for (const h of ['content-encoding', 'content-range', ...DIGEST_FIELDS]) reply.removeHeader(h)
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
   setField(reply, 'repr-digest', repr, [plan.preconditionAlgorithm], plan.mode.strict)
@@ -160,13 +158,12 @@ export function emitFields (
 }
 
 /**
- * Declare a digest trailer, its value read once the body is sent. A trailer
- * callback that fails is dropped by fastify (lib/reply.js sendTrailer): so
- * is a digest that turned out unknown. With an onDigestFields hook, the
- * value waits for it (field-hook.ts).
+ * Declare a digest trailer, its value read once the body is sent; an unknown
+ * one fails its callback, which fastify drops (lib/reply.js sendTrailer).
+ * With an onDigestFields hook, the value waits for it (field-hook.ts).
  */
 export function declareTrailer (
-  reply: FastifyReply, name: DigestTrailer, algs: readonly DigestAlgorithm[], strict: boolean,
+  reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
   compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null
 ): void {
   if (algs.length === 0) return
@@ -185,35 +182,31 @@ export function declareTrailer (
  * comma-separated list: rewritten when node writes the head (writeHead, for
  * HTTP/1.1 and HTTP/2). docs/design.md, "What this plugin relies on".
  */
-type WriteHead = (this: RawResponse, ...args: unknown[]) => unknown
-interface RawResponse { writeHead: WriteHead, getHeader: (name: string) => unknown, setHeader: (name: string, value: string) => void }
+interface RawResponse {
+  writeHead: (this: RawResponse, ...args: unknown[]) => unknown
+  getHeader: (name: string) => unknown
+  setHeader: (name: string, value: string) => void
+}
 
-function withTrailerList (writeHead: WriteHead): WriteHead {
-  return function writeHeadWithTrailerList (this: RawResponse, ...args: unknown[]) {
+export function commaSeparatedTrailer (reply: FastifyReply): void {
+  const res = reply.raw as unknown as RawResponse
+  const writeHead = res.writeHead
+  res.writeHead = function writeHeadWithTrailerList (this: RawResponse, ...args: unknown[]) {
     const value = this.getHeader('trailer')
     if (typeof value === 'string') this.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
     return writeHead.apply(this, args)
   }
 }
 
-export function commaSeparatedTrailer (reply: FastifyReply): void {
-  const res = reply.raw as unknown as RawResponse
-  res.writeHead = withTrailerList(res.writeHead)
-}
-
 /** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
 export function hasDigestTrailers (reply: FastifyReply): boolean {
-  return TRAILERS.some((name) => reply.hasTrailer(name))
+  return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
 }
 
-/**
- * A reply sent again: its stream failed before anything went out and
- * fastify sends the error. The digest trailers declared for it, and the
- * framing fastify already copied to the raw response, must not stay.
- */
+/** A reply sent again (its stream failed before anything went out): its digest trailers and their framing go. */
 export function dropTrailers (reply: FastifyReply): void {
   if (!hasDigestTrailers(reply)) return
-  for (const name of TRAILERS) reply.removeTrailer(name)
+  for (const name of DIGEST_FIELDS) reply.removeTrailer(name)
   for (const name of ['transfer-encoding', 'trailer']) {
     reply.removeHeader(name)
     reply.raw.removeHeader(name)

@@ -20,11 +20,11 @@ import type { Payload } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
 type RawResponse = ServerResponse | Http2ServerResponse
-type DigestFieldName = 'content-digest' | 'repr-digest' | 'unencoded-digest'
-type Fields = Partial<Record<DigestFieldName, string>>
+export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
+type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
 
-const DIGEST_FIELDS: readonly DigestFieldName[] = ['content-digest', 'repr-digest', 'unencoded-digest']
+export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 /** The digest fields set as headers on `reply`, added to `into`; null when there is none. */
 function headerFields (reply: FastifyReply, into: Fields = {}): Fields | null {
@@ -104,13 +104,6 @@ export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, re
   })
 }
 
-/** `addTrailers` adding `extra` to the trailers it is given. */
-function withAdded (addTrailers: RawResponse['addTrailers'], extra: Added): RawResponse['addTrailers'] {
-  return function addTrailersWithAdded (this: RawResponse, trailers: Record<string, string>) {
-    addTrailers.call(this, { ...trailers, ...Object.fromEntries(extra) })
-  } as RawResponse['addTrailers']
-}
-
 /** A digest trailer's callback, once its value is known (null: none): fastify's `done`. */
 type TrailerDone = (err: Error | null, value?: string) => void
 
@@ -124,7 +117,7 @@ type TrailerDone = (err: Error | null, value?: string) => void
  */
 export class TrailerHook {
   private declared = 0
-  private readonly values: Array<[DigestFieldName, string | null, TrailerDone]> = []
+  private readonly values: Array<[DigestField, string | null, TrailerDone]> = []
 
   constructor (private readonly hook: DigestFieldsHook, private readonly request: FastifyRequest, private readonly reply: FastifyReply) {}
 
@@ -133,7 +126,7 @@ export class TrailerHook {
   }
 
   /** The value of trailer `name` (null: none). */
-  settle (name: DigestFieldName, value: string | null, done: TrailerDone): void {
+  settle (name: DigestField, value: string | null, done: TrailerDone): void {
     this.values.push([name, value, done])
     if (this.values.length < this.declared) return
     const { reply, values } = this
@@ -151,7 +144,12 @@ export class TrailerHook {
     }
     headerFields(reply, fields)
     run(this.hook, this.request, reply, fields, (added) => {
-      if (added.length > 0) reply.raw.addTrailers = withAdded(reply.raw.addTrailers, added)
+      const addTrailers = reply.raw.addTrailers
+      if (added.length > 0) {
+        reply.raw.addTrailers = function addTrailersWithAdded (this: RawResponse, trailers: Record<string, string>) {
+          addTrailers.call(this, { ...trailers, ...Object.fromEntries(added) })
+        } as RawResponse['addTrailers']
+      }
       send()
     }, (err) => {
       reply.log.error({ err }, 'fastify-digest-fields: the onDigestFields hook failed on the trailers; the response was cut off')

@@ -6,7 +6,7 @@
 // runs last and sees the bytes sent. A route without other onSend hooks
 // gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ResponseDigestField } from '../../../types/index'
+import type { DigestAlgorithm, ResponseDigestField } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { digestFieldOf, fieldWriter } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
@@ -27,26 +27,22 @@ type Done = (err: Error | null, payload?: Payload) => void
 /** The request decorator's value when the response carries no digest field (only Vary is added). */
 const kNothing = Symbol('nothing')
 
-interface WithResponseState { [kResponseState]: ResponseState | typeof kNothing }
-
-function stateOf (request: FastifyRequest): ResponseState | typeof kNothing {
-  return (request as unknown as WithResponseState)[kResponseState]
+/** The request decorator kResponseState: what the representation stage hands the content stage. */
+function slot (request: FastifyRequest): { [kResponseState]: ResponseState | typeof kNothing } {
+  return request as unknown as { [kResponseState]: ResponseState | typeof kNothing }
 }
 
-function setState (request: FastifyRequest, state: ResponseState | typeof kNothing): void {
-  (request as unknown as WithResponseState)[kResponseState] = state
-}
-
-/** A route's plan for a request that asks for nothing, worked out once, and its one-value writer. */
+/** A route's plan for a request that asks for nothing, worked out once, and the writer of its shared value. */
 interface Usual {
   readonly plan: FieldPlan | null
+  readonly shared: readonly DigestAlgorithm[] | null
   readonly write: ((data: string | Buffer) => string) | null
 }
 
 function usualOf (params: DigestParams): Usual {
   const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
   const shared = plan?.shared ?? null
-  return { plan, write: shared === null ? null : fieldWriter(shared, params.strict) }
+  return { plan, shared, write: shared === null ? null : fieldWriter(shared, params.strict) }
 }
 
 /** The fields for this request: the route's usual plan when the request says nothing that changes it. */
@@ -61,12 +57,12 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
 }
 
 /**
- * The usual response, when nothing stands between the stages: a full
- * response of a string or Buffer, nothing declared, fields sharing one value
- * (plan.shared, which excludes a precondition), bytes not coded by the
- * route. They are the uncoded representation: every field is one value,
- * hashed and written in one step, with no per-request state. False, having
- * changed nothing, for any other response.
+ * The usual response: a full response of a string or Buffer, nothing
+ * declared, fields sharing one value (plan.shared, which excludes a
+ * precondition), bytes not coded by the route, and (at the content stage)
+ * no coding since the representation stage. They are the uncoded
+ * representation: every field is one value, hashed and written in one step.
+ * False, having changed nothing, for any other response.
  */
 function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan, usual: Usual, signing: boolean): boolean {
   const status = reply.statusCode
@@ -77,20 +73,19 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
     (fields.unencoded.length > 0 && !uncoded(reply.getHeader('content-encoding')))
   ) return false
   addVary(reply, signing)
-  const value = fields === usual.plan && usual.write !== null ? usual.write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
+  const value = shared === usual.shared && usual.write !== null ? usual.write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
   writeShared(reply, value, fields.content.length > 0, fields.repr.length > 0, fields.unencoded.length > 0, fields.signatures)
   return true
 }
 
+const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
+
 /** Tell the application (and the log, once per route) which wanted fields were given up on. */
 function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
   if (state.omitted === null) return
-  const { plan } = state
-  const wanted: Array<ResponseDigestField | 'Signature'> = []
-  if (plan.content.length > 0) wanted.push('Content-Digest')
-  if (plan.repr.length > 0) wanted.push('Repr-Digest')
-  if (plan.unencoded.length > 0) wanted.push('Unencoded-Digest')
-  if (plan.signatures.length > 0) wanted.push('Signature')
+  const { content, repr, unencoded, signatures } = state.plan
+  const lists = [content, repr, unencoded, signatures]
+  const wanted = WANTED.filter((_, i) => (lists[i] as readonly unknown[]).length > 0)
   state.context.omissions.report(request, reply, state.omitted, wanted, state.params.trailers)
 }
 
@@ -101,14 +96,22 @@ function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payl
   else hookHeaders(hook, request, reply, payload, done)
 }
 
-function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, signing: boolean): void {
-  const state = stateOf(request)
-  addVary(reply, signing)
+function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean): void {
+  const state = slot(request)[kResponseState]
   if (state === kNothing) {
+    addVary(reply, signing)
     done(null, payload)
     return
   }
   const { plan, params } = state
+  if (
+    !plan.partial && state.reprPayload !== null && reply.getHeader('content-encoding') === state.reprEncoding &&
+    usualResponse(reply, payload, plan, usual, signing)
+  ) {
+    fieldsDone(request, reply, payload, done, params)
+    return
+  }
+  addVary(reply, signing)
   if (plan.transport === 'declared') {
     // No content: no Content-Digest; Repr-Digest and Unencoded-Digest only when declared.
     setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
@@ -144,8 +147,8 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   const signing = params.integrityKeys.size > 0
 
   /** On to compress and the content stage, or the content stage now when nothing stands between them. */
-  function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean): void {
-    if (both) contentStage(request, reply, payload, done, signing)
+  function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, both: boolean): void {
+    if (both) contentStage(request, reply, payload, done, usual, signing)
     else done(null, payload)
   }
 
@@ -153,14 +156,14 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, usual: Usual, both: boolean
   ): void {
     // A state left by an earlier send: this one is fastify's error after it.
-    if (stateOf(request) !== kNothing) {
+    if (slot(request)[kResponseState] !== kNothing) {
       dropTrailers(reply)
       ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
-      setState(request, kNothing)
+      slot(request)[kResponseState] = kNothing
     }
     const fields = fieldsFor(request, routeParams, usual)
     if (fields === null) {
-      representationDone(request, reply, payload, done, both)
+      representationDone(request, reply, payload, done, usual, both)
       return
     }
     if (both && usualResponse(reply, payload, fields, usual, signing)) {
@@ -170,13 +173,13 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
       streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {
-        setState(request, state)
-        representationDone(request, reply, out, done, both)
+        slot(request)[kResponseState] = state
+        representationDone(request, reply, out, done, usual, both)
       }, done)
       return
     }
-    setState(request, bytesRepresentation(request, reply, unwrapped, fields, routeParams, context))
-    representationDone(request, reply, unwrapped, done, both)
+    slot(request)[kResponseState] = bytesRepresentation(request, reply, unwrapped, fields, routeParams, context)
+    representationDone(request, reply, unwrapped, done, usual, both)
   }
 
   // 404s never reach onRoute (and compress never touches them).
@@ -192,7 +195,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       return {
         onSendAround: {
           before (request, reply, payload, done) { representationStage(request, reply, payload, done as Done, routeParams, usual, false) },
-          after (request, reply, payload, done) { contentStage(request, reply, payload, done as Done, signing) },
+          after (request, reply, payload, done) { contentStage(request, reply, payload, done as Done, usual, signing) },
           alone (request, reply, payload, done) { representationStage(request, reply, payload, done as Done, routeParams, usual, true) }
         }
       }

@@ -1,14 +1,10 @@
 // Files served by @fastify/static (docs/design.md, "Static files"). A
 // response stands for a file only when `staticHeaders`, passed as
-// @fastify/static's documented `setHeaders(res, path, stat)` option, recorded
-// it: @fastify/send gives a HEAD only an empty stream and a 206 only a part,
-// so nothing else says which file they stand for. What a GET streams is
-// checked against that record with public facts only: fs.ReadStream's `path`,
-// its 'open' event's descriptor, and the Content-Length or Content-Range that
-// @fastify/send set on the reply. The whole-file digests come from the cache
-// (lib/core/file-cache.ts), taken before sending, so a HEAD and a 206 carry
-// the whole file's Repr-Digest and a 200 needs neither trailers nor a
-// buffer; what a GET streams is checked against the digests it was sent with.
+// @fastify/static's documented `setHeaders(res, path, stat)`, recorded it (a
+// HEAD's stream is empty, a 206's a part), checked with public facts only:
+// fs.ReadStream's `path`, its 'open' descriptor, and the Content-Length or
+// Content-Range @fastify/send set. The whole-file digests (file-cache.ts) are
+// taken before sending; what a GET streams is checked against them.
 import { ReadStream, fstatSync, type Stats } from 'node:fs'
 import { stat as statPath } from 'node:fs/promises'
 import type { ServerResponse } from 'node:http'
@@ -115,11 +111,7 @@ export async function identityFile (file: StaticFile, encoding: unknown): Promis
   return stat === null ? null : { path, stat }
 }
 
-/**
- * A file's representation digests, from the whole-file cache: for the file
- * before content coding (the original next to a pre-compressed one) and, in
- * strict mode, for the file as sent. The stream is left untouched.
- */
+/** A file's representation digests (cache): of its identity file and, strict, of the file as sent. */
 export async function fileDigests (state: ResponseState, file: FileResponse): Promise<void> {
   // Another version than @fastify/send described: hashed as it flows.
   if (file.stale) return
@@ -142,12 +134,9 @@ export async function fileDigests (state: ResponseState, file: FileResponse): Pr
 }
 
 /**
- * A GET's file stream, checked at its end against the digests of the bytes
- * it sends that were taken before sending (docs/design.md, "Static files"):
- * the whole file's for a 200, the part's when the content stage reads a
- * 206's part from the file. On a mismatch the file's digests are dropped
- * from the cache and the response is cut off: the client sees an incomplete
- * response (HTTP/1.1) or a reset stream (HTTP/2), never a clean end.
+ * A GET's file stream, checked at its end against the digests taken before
+ * sending (a 200's whole file, a 206's part read from the file). On a
+ * mismatch the digests are dropped and the response cut off, never ended cleanly.
  */
 export function checkedFileStream (reply: FastifyReply, state: ResponseState, file: FileResponse, stream: NodeJS.ReadableStream): CheckedStream {
   const { plan, params } = state
@@ -194,11 +183,9 @@ function emitFileFields (
 }
 
 /**
- * Content stage of a GET for a file, or null when the file's stream is to
- * be hashed as any stream. The whole file sent unchanged: its content digest
- * is the file's (cache). A 206's part: trailers or buffering as for any
- * stream, or, when neither is possible, the range hashed from the file
- * before sending. A file coded by @fastify/compress: as any stream.
+ * Content stage of a GET for a file, or null to hash its stream as any
+ * (coded by compress, or a 206's part with trailers or within maxBufferSize):
+ * the whole file's digests from the cache, a part's read from the file.
  */
 export async function fileContent (
   request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse

@@ -16,7 +16,7 @@ import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import type { DigestOmission, FastifyDigestFieldsOptions } from '../../../types/index'
 import digestFields = require('../../../lib/index')
-import { parseSidecar } from '../../../lib/core/sidecars'
+import { readSidecars } from '../../../lib/core/sidecars'
 import { buildApp, sf, pattern, EMPTY_SHA256 } from '../../helpers'
 import { sleep } from '../../http2-helpers'
 
@@ -100,20 +100,28 @@ test('fileHashing: \'background\': passes run two at a time, and at most fileCac
   for (const n of names) t.equal(await settled(app, `/${n}`), sf(disk(n)), n)
 })
 
-test('parseSidecar: what sha256sum, sha512sum, shasum --tag and openssl dgst print, and nothing else', async (t) => {
+test('readSidecars: what sha256sum, sha512sum, shasum --tag and openssl dgst print, and nothing else', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'fdf-sidecar-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'app.js')
+  /** The sha-256 (or `algorithm`) digest a sidecar holding `text` gives. */
+  const read = async (text: string, algorithm: 'sha-256' | 'sha-512' = 'sha-256'): Promise<Buffer | null> => {
+    writeFileSync(file + (algorithm === 'sha-256' ? '.sha256' : '.sha512'), text)
+    return (await readSidecars(file, 0, [algorithm]))?.get(algorithm) ?? null
+  }
   const digest = createHash('sha256').update('x').digest()
   const h = digest.toString('hex')
   const good = [
     h, `${h}\n`, `${h}\r\n`, h.toUpperCase(), `${h}  app.js\n`, `${h} *app.js\n`, `${h}  /var/www/app.js\n`,
     `SHA256 (app.js) = ${h}\n`, `SHA2-256(app.js)= ${h}\n`
   ]
-  for (const text of good) t.same(parseSidecar(text, 32), digest, JSON.stringify(text))
+  for (const text of good) t.same(await read(text), digest, JSON.stringify(text))
   const bad = [
     '', '\n', h.slice(2), `${h}00`, `${h}\n${h}\n`, `${h}\n\n`, `x${h}`, ` ${h}`, `${h.slice(1)}g`,
     `${h}  app.js\nother`, `SHA256 (app.js) = ${h.slice(2)}`, `\\${h}  a\\nb\n`
   ]
-  for (const text of bad) t.equal(parseSidecar(text, 32), null, JSON.stringify(text))
-  t.equal(parseSidecar(`${h}  app.js`, 64), null, 'a sha-256 digest is no sha-512 one')
+  for (const text of bad) t.equal(await read(text), null, JSON.stringify(text))
+  t.equal(await read(`${h}  app.js`, 'sha-512'), null, 'a sha-256 digest is no sha-512 one')
 })
 
 test('fileSidecars: digests from checksum files written after the file, answered at once', async (t) => {
