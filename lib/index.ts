@@ -2,7 +2,7 @@
 // The entry wires the pieces: options validated once, decorators, an onRoute
 // hook that reads the `digest` route option and attaches the route-level
 // hooks of the response and request concerns. Like @fastify/compress, it
-// reaches only the routes declared after it is loaded (README, "Registration").
+// reaches only the routes declared after it is loaded (docs/design.md, "Registration order").
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'

@@ -130,7 +130,7 @@ interface Expected { status: number, code?: string, type?: string, verified?: bo
 
 /**
  * The documented outcome of a request with these fields and content
- * (README "Verifying request digests"): a malformed field is refused; a value
+ * (README, "Requests"): a malformed field is refused; a value
  * of the wrong length, then a mismatch, is refused; under `verify:
  * 'required'` content needs a verified field; otherwise the handler runs.
  */

@@ -360,7 +360,7 @@ test('an instance-level preParsing hook that decodes: Content-Digest is of the b
   // The verifier taps request.raw from a route-level onRequest hook, so an
   // instance-level preParsing hook (which fastify runs before route-level
   // ones) hands the handler its output, while Content-Digest is checked
-  // over the bytes that arrived (README, "Where the plugin's hooks run").
+  // over the bytes that arrived (docs/design.md, "Where the hooks run").
   const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
     app.addHook('preParsing', async (request, _reply, payload) => upperDecoder(request, payload))
   })
