@@ -82,13 +82,10 @@ export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   return toOctets(checksum.finish(checksum.update(bytes, checksum.start), bytes.length), length)
 }
 
-/** computeDigest() as base64 (a Byte Sequence's content), with no octets in between for a hash. */
-export function computeDigestBase64 (algorithm: DigestAlgorithm, data: Data): string {
-  const { hash: name } = lookup(algorithm)
-  return name === undefined ? computeDigest(algorithm, data).toString('base64') : hash(name, data, 'base64')
-}
-
-/** computeDigestBase64() for one algorithm, looked up once (per route) rather than per call. */
+/**
+ * computeDigest() as base64 (a Byte Sequence's content) for one algorithm,
+ * looked up once (per route) rather than per call; no octets in between for a hash.
+ */
 export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
   const { hash: name } = lookup(algorithm)
   return name === undefined
