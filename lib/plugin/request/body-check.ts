@@ -100,7 +100,8 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
     return sendProblem(reply, blankFailure(params, err as DigestError))
   }
   // Values no algorithm can produce are refused before reading anything.
-  const invalid = judge(check(claims, params, NO_DIGESTS, NO_DIGESTS), params, false)
+  const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
+  const invalid = judge(unread, params, false)
   if (invalid !== null) return sendProblem(reply, invalid)
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
@@ -111,10 +112,9 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
     // and chunked requests have none): a body of unknown length is counted.
     const empty = headers['content-length'] === '0'
     if (!required || empty || headers['content-length'] !== undefined) {
-      const checked = check(claims, params, NO_DIGESTS, NO_DIGESTS)
-      const failure = judge(checked, params, required && !empty)
+      const failure = judge(unread, params, required && !empty)
       if (failure !== null) return sendProblem(reply, failure)
-      setVerification(request, { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: checked.map((c) => c.verification) })
+      setVerification(request, { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread.map((c) => c.verification) })
       return done()
     }
   }
