@@ -1,19 +1,21 @@
-// RFC 9457 problem details for request digest failures. Pure: no fastify.
+// A request's verdict and its wording: each claimed field checked against
+// the digests of the content (RFC 9530 §2, §3), and a refusal as a Failure:
+// the FST_DIGEST_* error, its RFC 9457 problem details, and the Want-*
+// fields that tell the client what to send next time (RFC 9530 §4). Pure.
 //
-// Three types come from draft-ietf-httpapi-digest-fields-problem-types (-06):
-// type URIs, registered titles and extension members
-// (`unsupported_algorithms`, `invalid_digests`, `mismatched_digests`, each an
-// array of objects naming the `header`) exactly as the draft gives them.
-// Anything without a draft type (a malformed field, a missing digest, a
-// content coding that cannot be decoded) is `about:blank`, whose title is the
-// status phrase (RFC 9457 §4.2.1). Every body also carries `status`,
-// `detail` and the plugin's error `code` (extension members are allowed,
-// RFC 9457 §3.2).
-//
-// The server's own digest is never put in a problem: a mismatch names only
-// what the client sent (the draft's oracle-attack note, §3.3).
-import type { DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
+// The three problem types of draft-ietf-httpapi-digest-fields-problem-types
+// (-06) carry its type URIs, titles and extension members, arrays of objects
+// naming the `header`. Anything else is about:blank, titled by its status
+// phrase (RFC 9457 §4.2.1). Every body carries `status`, `detail` and the
+// error's `code` too (extension members, RFC 9457 §3.2). A mismatch names
+// only what the client sent, never the server's digest (the draft, §3.3).
+import type { DigestAlgorithm, DigestMap, DigestVerification, FieldVerification } from '../../types/index'
 import { ALGORITHMS, isDigestAlgorithm } from './algorithms'
+import type { Claim } from './claims'
+import { verifyDigests } from './compare'
+import type { DigestResults } from './digest-stream'
+import { FST_DIGEST_INVALID_VALUE, FST_DIGEST_MISMATCH, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ALGORITHM } from './errors'
+import { wantAdvertisement } from './negotiation'
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
@@ -26,12 +28,7 @@ export const PROBLEM_TYPES = Object.freeze({
 })
 
 // Status phrases of RFC 9110 §15 for the about:blank problems we send.
-const STATUS_TITLES: Readonly<Record<number, string>> = {
-  400: 'Bad Request',
-  406: 'Not Acceptable',
-  413: 'Content Too Large',
-  415: 'Unsupported Media Type'
-}
+const STATUS_TITLES: Readonly<Record<number, string>> = { 400: 'Bad Request', 406: 'Not Acceptable', 413: 'Content Too Large', 415: 'Unsupported Media Type' }
 
 export interface ProblemDetails {
   type: string
@@ -42,38 +39,20 @@ export interface ProblemDetails {
   [member: string]: unknown
 }
 
-export interface UnsupportedAlgorithm { algorithm: string, header: string }
-export interface InvalidDigest { algorithm: string, header: string, reason: string }
-export interface MismatchedDigest { algorithm: string, provided_digest: string, header: string }
-
-/** An about:blank problem: the title is the status phrase. */
-export function blankProblem (status: number, code: string, detail: string): ProblemDetails {
-  return { type: 'about:blank', title: STATUS_TITLES[status] ?? 'Bad Request', status, detail, code }
+/** What judging needs of the route's params (the Want-* fields are cached per params object). */
+export interface JudgePolicy {
+  /** Enabled algorithms, server preference order. */
+  readonly algorithms: readonly DigestAlgorithm[]
 }
 
-export function unsupportedAlgorithmsProblem (entries: UnsupportedAlgorithm[], code: string, detail: string): ProblemDetails {
-  return { ...PROBLEM_TYPES.unsupported, status: 400, detail, code, unsupported_algorithms: entries }
-}
+/** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
+export type DigestError = Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }
 
-export function invalidValuesProblem (entries: InvalidDigest[], code: string, detail: string): ProblemDetails {
-  return { ...PROBLEM_TYPES.invalid, status: 400, detail, code, invalid_digests: entries }
-}
-
-export function mismatchedValuesProblem (entries: MismatchedDigest[], code: string, detail: string): ProblemDetails {
-  return { ...PROBLEM_TYPES.mismatched, status: 400, detail, code, mismatched_digests: entries }
-}
-
-/** A received digest as an RFC 8941 Byte Sequence (`:base64:`, §4.1.8). */
-export function byteSequence (octets: Buffer): string {
-  return `:${octets.toString('base64')}:`
-}
-
-/** The human-readable `reason` of an invalid digest value. */
-export function invalidReason (algorithm: string): string {
-  const length = isDigestAlgorithm(algorithm) ? ALGORITHMS.get(algorithm)?.length : undefined
-  return length === undefined
-    ? 'digest value cannot be produced by the algorithm'
-    : `digest value is not ${length} bytes long`
+/** A refusal: the error, its problem body, extra headers. */
+export interface Failure {
+  error: DigestError
+  problem: ProblemDetails
+  headers: Record<string, string>
 }
 
 /** One checked field: what the client sent and how it compared. */
@@ -82,30 +61,94 @@ export interface CheckedField {
   verification: FieldVerification
 }
 
-/** The members of a field's failed results, by kind. */
-export function collectFailures (checked: readonly CheckedField[]): { invalid: InvalidDigest[], mismatched: MismatchedDigest[] } {
-  const invalid: InvalidDigest[] = []
-  const mismatched: MismatchedDigest[] = []
-  for (const { received, verification } of checked) {
-    const header: DigestFieldName = verification.field
-    for (const { algorithm, outcome } of verification.results) {
-      if (outcome === 'invalid-length') {
-        invalid.push({ algorithm, header, reason: invalidReason(algorithm) })
-      } else if (outcome === 'mismatched') {
-        mismatched.push({ algorithm, provided_digest: byteSequence(received.get(algorithm) as Buffer), header })
-      }
-    }
+/** No digests computed (nothing hashed yet, or nothing to hash). */
+export const NO_DIGESTS: DigestResults = new Map()
+
+const wantCache = new WeakMap<JudgePolicy, Record<string, string>>()
+
+function makeFailure (policy: JudgePolicy, error: DigestError, problem: ProblemDetails, extraHeaders?: Record<string, string>): Failure {
+  let want = wantCache.get(policy)
+  if (want === undefined) {
+    const value = wantAdvertisement(policy.algorithms)
+    want = { 'want-content-digest': value, 'want-repr-digest': value, 'want-unencoded-digest': value }
+    wantCache.set(policy, want)
   }
-  return { invalid, mismatched }
+  const headers = { ...want, ...extraHeaders }
+  // A custom error handler can send these itself.
+  error.headers = headers
+  error.problem = problem
+  return { error, problem, headers }
 }
 
-/** The unsupported members of fields that named no enabled algorithm. */
-export function collectUnsupported (checked: readonly CheckedField[]): UnsupportedAlgorithm[] {
-  const out: UnsupportedAlgorithm[] = []
-  for (const { verification } of checked) {
-    for (const { algorithm, outcome } of verification.results) {
-      if (outcome === 'unsupported') out.push({ algorithm, header: verification.field })
+/** An about:blank problem: the title is the status phrase. */
+export function blankProblem (status: number, code: string, detail: string): ProblemDetails {
+  return { type: 'about:blank', title: STATUS_TITLES[status] ?? 'Bad Request', status, detail, code }
+}
+
+/** A failure without a draft type. */
+export function blankFailure (policy: JudgePolicy, error: DigestError, extraHeaders?: Record<string, string>): Failure {
+  return makeFailure(policy, error, blankProblem(error.statusCode, error.code, error.message), extraHeaders)
+}
+
+/** Field names for an error message, each once. */
+export function fieldList (names: Iterable<string>): string {
+  return [...new Set(names)].join(', ')
+}
+
+/** Each claim compared with the digests of the bytes as received, or of the decoded content. */
+export function check (claims: readonly Claim[], policy: JudgePolicy, received: DigestResults, decoded: DigestResults): CheckedField[] {
+  return claims.map((claim) => ({
+    received: claim.received,
+    verification: verifyDigests(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms)
+  }))
+}
+
+type Member = (algorithm: string, header: string, received: DigestMap) => { header: string }
+
+/** The draft's problem listing every member with `outcome`, or null when none has it. */
+function typedFailure (
+  policy: JudgePolicy, checked: readonly CheckedField[], outcome: string,
+  Refusal: new (fields: string) => DigestError, type: { type: string, title: string }, member: string, entry: Member
+): Failure | null {
+  const entries: Array<{ header: string }> = []
+  for (const { received, verification } of checked) {
+    for (const result of verification.results) {
+      if (result.outcome === outcome) entries.push(entry(result.algorithm, verification.field, received))
     }
   }
-  return out
+  if (entries.length === 0) return null
+  const error = new Refusal(fieldList(entries.map((e) => e.header)))
+  return makeFailure(policy, error, { ...type, status: error.statusCode, detail: error.message, code: error.code, [member]: entries })
+}
+
+/** The `reason` of an invalid value: its length is wrong, or no algorithm of that name exists. */
+export function invalidReason (algorithm: string): string {
+  const length = isDigestAlgorithm(algorithm) ? ALGORITHMS.get(algorithm)?.length : undefined
+  return length === undefined ? 'digest value cannot be produced by the algorithm' : `digest value is not ${length} bytes long`
+}
+
+const invalidMember: Member = (algorithm, header) => ({ algorithm, header, reason: invalidReason(algorithm) })
+// The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
+const mismatchedMember: Member = (algorithm, header, received) =>
+  ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header })
+const unsupportedMember: Member = (algorithm, header) => ({ algorithm, header })
+
+/**
+ * The failure of a set of checked fields, or null: invalid values first,
+ * then mismatches; `required`: without a verified field, the unsupported
+ * algorithms named, or a missing digest.
+ */
+export function judge (checked: CheckedField[], policy: JudgePolicy, required: boolean): Failure | null {
+  return typedFailure(policy, checked, 'invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests', invalidMember) ??
+    typedFailure(policy, checked, 'mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', mismatchedMember) ??
+    (!required || checked.some((c) => c.verification.ok)
+      ? null
+      : typedFailure(policy, checked, 'unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', unsupportedMember) ??
+        blankFailure(policy, new FST_DIGEST_MISSING()))
+}
+
+/** request.digestVerification of checked fields that did not fail. */
+export function summarize (fields: FieldVerification[], emptyReason: 'no-digest' | 'no-body'): DigestVerification {
+  const verified = fields.some((f) => f.ok)
+  return verified ? { verified, fields } : { verified, reason: emptyReason, fields }
 }

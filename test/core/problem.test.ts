@@ -1,20 +1,10 @@
-// Problem details bodies (RFC 9457) for the digest problem types of
-// draft-ietf-httpapi-digest-fields-problem-types-06.
+// The verdict and its problem details (RFC 9457) for the digest problem
+// types of draft-ietf-httpapi-digest-fields-problem-types-06.
 import { test } from 'tap'
-import {
-  blankProblem,
-  byteSequence,
-  collectFailures,
-  collectUnsupported,
-  invalidReason,
-  invalidValuesProblem,
-  mismatchedValuesProblem,
-  unsupportedAlgorithmsProblem,
-  PROBLEM_CONTENT_TYPE,
-  PROBLEM_TYPES
-} from '../../lib/core/problem'
+import { blankProblem, invalidReason, judge, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, type CheckedField } from '../../lib/core/problem'
 
 const IANA = 'https://iana.org/assignments/http-problem-types#'
+const policy = { algorithms: ['sha-256', 'sha-512'] as const }
 
 test('type URIs and registered titles', async (t) => {
   t.equal(PROBLEM_CONTENT_TYPE, 'application/problem+json')
@@ -26,22 +16,6 @@ test('type URIs and registered titles', async (t) => {
   t.ok(Object.isFrozen(PROBLEM_TYPES) && Object.isFrozen(PROBLEM_TYPES.invalid))
 })
 
-test('the three draft problem types, with their extension members', async (t) => {
-  t.same(unsupportedAlgorithmsProblem([{ algorithm: 'md5', header: 'Repr-Digest' }], 'C', 'd'), {
-    type: `${IANA}digest-unsupported-algorithms`,
-    title: 'Unsupported Hashing Algorithms',
-    status: 400,
-    detail: 'd',
-    code: 'C',
-    unsupported_algorithms: [{ algorithm: 'md5', header: 'Repr-Digest' }]
-  })
-  t.same(invalidValuesProblem([{ algorithm: 'sha-512', header: 'Repr-Digest', reason: 'r' }], 'C', 'd').invalid_digests,
-    [{ algorithm: 'sha-512', header: 'Repr-Digest', reason: 'r' }])
-  const mismatched = mismatchedValuesProblem([{ algorithm: 'sha-256', provided_digest: ':AA==:', header: 'Content-Digest' }], 'C', 'd')
-  t.equal(mismatched.type, `${IANA}digest-mismatched-values`)
-  t.same(mismatched.mismatched_digests, [{ algorithm: 'sha-256', provided_digest: ':AA==:', header: 'Content-Digest' }])
-})
-
 test('about:blank problems take the status phrase as title', async (t) => {
   t.same(blankProblem(400, 'FST_DIGEST_MISSING', 'detail'), { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'detail', code: 'FST_DIGEST_MISSING' })
   t.equal(blankProblem(413, 'C', 'd').title, 'Content Too Large')
@@ -49,34 +23,52 @@ test('about:blank problems take the status phrase as title', async (t) => {
   t.equal(blankProblem(499, 'C', 'd').title, 'Bad Request')
 })
 
-test('byte sequences and reasons', async (t) => {
-  t.equal(byteSequence(Buffer.from([0xfb, 0xff])), ':+/8=:')
+test('reasons of invalid values', async (t) => {
   t.equal(invalidReason('sha-512'), 'digest value is not 64 bytes long')
   t.equal(invalidReason('sha-256'), 'digest value is not 32 bytes long')
   t.equal(invalidReason('unixsum'), 'digest value is not 2 bytes long')
   t.equal(invalidReason('foo'), 'digest value cannot be produced by the algorithm')
 })
 
-test('collecting failures from checked fields names what the client sent, never the computed value', async (t) => {
-  const received = new Map([['sha-256', Buffer.alloc(32, 1)], ['sha-512', Buffer.alloc(3)], ['md5', Buffer.alloc(16)]])
-  const checked = [{
-    received,
-    verification: {
-      field: 'Repr-Digest' as const,
-      ok: false,
-      results: [
-        { algorithm: 'sha-256', outcome: 'mismatched' as const },
-        { algorithm: 'sha-512', outcome: 'invalid-length' as const },
-        { algorithm: 'md5', outcome: 'unsupported' as const }
-      ]
-    }
-  }, {
-    received: new Map([['sha-256', Buffer.alloc(32, 2)]]),
-    verification: { field: 'Content-Digest' as const, ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' as const }] }
-  }]
-  t.same(collectFailures(checked), {
-    invalid: [{ algorithm: 'sha-512', header: 'Repr-Digest', reason: 'digest value is not 64 bytes long' }],
-    mismatched: [{ algorithm: 'sha-256', provided_digest: byteSequence(Buffer.alloc(32, 1)), header: 'Repr-Digest' }]
+const field = (name: 'Repr-Digest' | 'Content-Digest', results: Array<[string, string, Buffer]>): CheckedField => ({
+  received: new Map(results.map(([algorithm, , value]) => [algorithm, value])),
+  verification: {
+    field: name,
+    ok: results.every(([, outcome]) => outcome === 'matched'),
+    results: results.map(([algorithm, outcome]) => ({ algorithm, outcome })) as CheckedField['verification']['results']
+  }
+})
+
+test('the three draft problem types name what the client sent, never the computed value', async (t) => {
+  const repr = field('Repr-Digest', [['sha-256', 'mismatched', Buffer.from([0xfb, 0xff])], ['sha-512', 'invalid-length', Buffer.alloc(3)], ['md5', 'unsupported', Buffer.alloc(16)]])
+  const content = field('Content-Digest', [['sha-256', 'matched', Buffer.alloc(32, 2)]])
+  const invalid = judge([repr, content], policy, false)
+  t.same(invalid?.problem, {
+    ...PROBLEM_TYPES.invalid,
+    status: 400,
+    detail: 'The Repr-Digest field carries a value that the algorithm cannot produce',
+    code: 'FST_DIGEST_INVALID_VALUE',
+    invalid_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest', reason: 'digest value is not 64 bytes long' }]
   })
-  t.same(collectUnsupported(checked), [{ algorithm: 'md5', header: 'Repr-Digest' }])
+  t.equal(invalid?.error.problem, invalid?.problem, 'the error carries its problem')
+  t.equal(invalid?.headers['want-repr-digest'], 'sha-256=10, sha-512=9')
+  const mismatched = judge([field('Repr-Digest', [['sha-256', 'mismatched', Buffer.from([0xfb, 0xff])]]), content], policy, true)
+  t.same(mismatched?.problem, {
+    ...PROBLEM_TYPES.mismatched,
+    status: 400,
+    detail: 'The Repr-Digest field does not match the content',
+    code: 'FST_DIGEST_MISMATCH',
+    mismatched_digests: [{ algorithm: 'sha-256', provided_digest: ':+/8=:', header: 'Repr-Digest' }]
+  })
+  const unsupported = field('Repr-Digest', [['md5', 'unsupported', Buffer.alloc(16)]])
+  t.equal(judge([unsupported], policy, false), null, 'not required: nothing refused')
+  t.equal(judge([unsupported, content], policy, true), null, 'a verified field suffices')
+  t.same(judge([unsupported, unsupported], policy, true)?.problem, {
+    ...PROBLEM_TYPES.unsupported,
+    status: 400,
+    detail: 'The Repr-Digest field names no algorithm this server accepts',
+    code: 'FST_DIGEST_UNSUPPORTED_ALGORITHM',
+    unsupported_algorithms: [{ algorithm: 'md5', header: 'Repr-Digest' }, { algorithm: 'md5', header: 'Repr-Digest' }]
+  })
+  t.equal(judge([], policy, true)?.problem.code, 'FST_DIGEST_MISSING')
 })

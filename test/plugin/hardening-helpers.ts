@@ -1,16 +1,16 @@
 // Helpers for the hardening tests (hostile input, resource limits, faults):
 // a node:http client that keeps the bytes exactly as received, a checker
-// that recomputes every digest field of a response from those bytes, a spy
-// counting what the plugin hashes, and leak probes.
-import { createHash } from 'node:crypto'
+// that recomputes every digest field of a response from those bytes, a count
+// of what node:crypto hashes, and leak probes.
+import { createHash, type BinaryLike, type BinaryToTextEncoding, type Encoding, type Hash } from 'node:crypto'
 import { readdirSync } from 'node:fs'
 import { request as httpRequest, type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
+import { syncBuiltinESMExports } from 'node:module'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import type { FastifyInstance } from 'fastify'
-import type { DigestAlgorithm, Digester } from '../../types/index'
-import algorithms = require('../../lib/core/algorithms')
+import crypto = require('node:crypto')
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -155,52 +155,53 @@ export async function heapAfterGc (): Promise<number> {
   return process.memoryUsage().heapUsed
 }
 
-/** What the plugin hashed while a spy was installed, by algorithm. */
-export interface HashSpy {
-  /** Bytes fed to incremental digesters plus bytes given to one-shot digests. */
+/** What node:crypto hashed while counting, by registry key. */
+export interface HashCount {
+  /** Bytes given to Hash objects and to one-shot crypto.hash(). */
   bytes: Map<string, number>
-  /** Incremental digesters that were fed data, plus one-shot digests computed. */
+  /** Hash objects fed data, plus one-shot digests computed. */
   passes: Map<string, number>
   reset (): void
   restore (): void
 }
 
+const REGISTRY_KEYS: Record<string, string> = { sha256: 'sha-256', sha512: 'sha-512', md5: 'md5', sha1: 'sha' }
+
 /**
- * Count every hash the plugin computes, through the exports of
- * lib/algorithms (the plugin's modules call them through the module object,
- * so replacing the exports is seen everywhere; nothing of fastify is mocked).
+ * Counts what node:crypto hashes: createHash() and hash() of node:crypto
+ * are wrapped, and module.syncBuiltinESMExports() (Node.js's public way to
+ * change a builtin) makes ES modules see it too. Nothing of the plugin is
+ * replaced: every hash it computes is a real one. The four registry keys
+ * backed by node:crypto are seen; the checksums are plain code.
  */
-export function spyHashing (): HashSpy {
-  const target = algorithms as unknown as {
-    createDigester: typeof algorithms.createDigester
-    computeDigest: typeof algorithms.computeDigest
-  }
-  const { createDigester, computeDigest } = target
+export function countHashing (): HashCount {
+  const { createHash: realCreateHash, hash } = crypto
   const bytes = new Map<string, number>()
   const passes = new Map<string, number>()
-  const add = (map: Map<string, number>, key: string, n: number): void => { map.set(key, (map.get(key) ?? 0) + n) }
-  const length = (data: Buffer | Uint8Array | string): number => typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength
-  target.createDigester = (algorithm: DigestAlgorithm): Digester => {
-    const inner = createDigester(algorithm)
+  const add = (map: Map<string, number>, name: string, n: number): void => {
+    const key = REGISTRY_KEYS[name] ?? name
+    map.set(key, (map.get(key) ?? 0) + n)
+  }
+  const length = (data: unknown): number => typeof data === 'string' ? Buffer.byteLength(data) : (data as Uint8Array).byteLength
+  const target = crypto as { createHash: typeof createHash, hash: typeof hash }
+  target.createHash = (name, options) => {
+    const real = realCreateHash(name, options)
+    const update = real.update
     let fed = false
-    const counted: Digester = {
-      algorithm,
-      update (data) {
-        if (!fed) add(passes, algorithm, 1)
-        fed = true
-        add(bytes, algorithm, length(data))
-        inner.update(data)
-        return counted
-      },
-      digest: () => inner.digest()
+    real.update = function (this: Hash, ...args: [BinaryLike, Encoding?]): Hash {
+      if (!fed) add(passes, name, 1)
+      fed = true
+      add(bytes, name, length(args[0]))
+      return Reflect.apply(update, this, args) as Hash
     }
-    return counted
+    return real
   }
-  target.computeDigest = (algorithm: DigestAlgorithm, data: Buffer | Uint8Array | string): Buffer => {
-    add(passes, algorithm, 1)
-    add(bytes, algorithm, length(data))
-    return computeDigest(algorithm, data)
-  }
+  target.hash = ((name: string, data: BinaryLike, output?: BinaryToTextEncoding) => {
+    add(passes, name, 1)
+    add(bytes, name, length(data))
+    return hash(name, data, output)
+  }) as typeof hash
+  syncBuiltinESMExports()
   return {
     bytes,
     passes,
@@ -209,8 +210,9 @@ export function spyHashing (): HashSpy {
       passes.clear()
     },
     restore () {
-      target.createDigester = createDigester
-      target.computeDigest = computeDigest
+      target.createHash = realCreateHash
+      target.hash = hash
+      syncBuiltinESMExports()
     }
   }
 }

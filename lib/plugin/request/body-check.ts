@@ -24,8 +24,7 @@ import {
 } from '../../core/errors'
 import { announcedTrailers, BODYLESS_METHODS, collectAlgorithms, hasContent, parsesNothing, readClaims, type Claim } from '../../core/claims'
 import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
-import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, type DigestError, type Failure } from '../../core/judgement'
-import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
+import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
 import type { DigestParams } from '../plugin-options'
 import { kRequestState, kVerification } from '../symbols'
@@ -79,11 +78,14 @@ export function setVerification (request: FastifyRequest, verification: DigestVe
   request[kVerification] = verification
 }
 
+function problemReply (reply: FastifyReply, failure: Failure): FastifyReply {
+  return reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+}
+
 function sendProblem (reply: FastifyReply, failure: Failure): void {
   // A Buffer: for a string fastify appends `; charset=utf-8`, a parameter
   // application/problem+json does not define.
-  reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
-    .send(Buffer.from(JSON.stringify(failure.problem)))
+  problemReply(reply, failure).send(Buffer.from(JSON.stringify(failure.problem)))
 }
 
 /** The first route-level onRequest hook. */
@@ -98,7 +100,8 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
     return sendProblem(reply, blankFailure(params, err as DigestError))
   }
   // Values no algorithm can produce are refused before reading anything.
-  const invalid = judge(check(claims, params, NO_DIGESTS, NO_DIGESTS), params, false)
+  const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
+  const invalid = judge(unread, params, false)
   if (invalid !== null) return sendProblem(reply, invalid)
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
@@ -109,10 +112,9 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
     // and chunked requests have none): a body of unknown length is counted.
     const empty = headers['content-length'] === '0'
     if (!required || empty || headers['content-length'] !== undefined) {
-      const checked = check(claims, params, NO_DIGESTS, NO_DIGESTS)
-      const failure = judge(checked, params, required && !empty)
+      const failure = judge(unread, params, required && !empty)
       if (failure !== null) return sendProblem(reply, failure)
-      setVerification(request, { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: checked.map((c) => c.verification) })
+      setVerification(request, { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread.map((c) => c.verification) })
       return done()
     }
   }
@@ -170,7 +172,7 @@ export function placeStream (request: FastifyRequest, reply: FastifyReply, paylo
       stream.once('close', onStreamClose(request, state))
     }
   }
-  stream.endCheck = onStreamEnd(request, state)
+  stream.endCheck = checkAtEnd(request, state)
   done(null, stream)
 }
 
@@ -196,7 +198,7 @@ function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
     state.head.hasher = null
     state.head.side = null
   }
-  const tap = state.tap = new SourceTap(request.raw, state.partial ? [] : state.received, state.side, onRawEnd(request, state))
+  const tap = state.tap = new SourceTap(request.raw, state.partial ? [] : state.received, state.side, checkAtEnd(request, state))
   // A body that had fully arrived: checked now, before any reader.
   tap.checkEnded()
   return tap
@@ -258,6 +260,13 @@ function conclude (state: BodyCheck, failure: Failure | null, release?: () => vo
   waiting?.()
 }
 
+/** Nothing verified, unless a verdict came first; `failure` (null: none) answers a waiting reply. */
+function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Failure | null): void {
+  if (state.checked) return
+  setVerification(request, failed())
+  conclude(state, failure)
+}
+
 /** The final check: before preValidation (a parser reads) the stream ends cleanly; after it, `release` gets the error. */
 function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release): void {
   if (state.checked) return release()
@@ -265,15 +274,8 @@ function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release
   conclude(state, failure, () => release(failure !== null && state.validated ? failure.error : null))
 }
 
-// The end callbacks are made by these small functions, not as closures
-// inside the hooks: V8 allocates a function literal assigned straight to a
-// property in the old generation, with the request it holds (source-tap.ts).
-function onRawEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
+function checkAtEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
   return (release) => finalCheck(request, state, release)
-}
-
-function onStreamEnd (request: FastifyRequest, state: BodyCheck): (callback: Release) => void {
-  return (callback) => finalCheck(request, state, callback)
 }
 
 /** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
@@ -290,9 +292,8 @@ function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Relea
 /** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
 function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
   return () => {
-    if (state.checked) return
-    setVerification(request, failed())
-    conclude(state, state.waitingReply === null ? null : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
+    if (state.waitingReply === null) concludeFailed(request, state, null)
+    else concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
   }
 }
 
@@ -343,9 +344,7 @@ function sendWhenChecked (request: FastifyRequest, reply: FastifyReply, payload:
 
 /** The rest of the body cannot be checked: the waiting reply gets `error`'s failure. */
 function abandon (request: FastifyRequest, state: BodyCheck, error: DigestError): void {
-  if (state.checked) return
-  setVerification(request, failed())
-  conclude(state, blankFailure(state.params, error, { connection: 'close' }))
+  concludeFailed(request, state, blankFailure(state.params, error, { connection: 'close' }))
 }
 
 /** The first route-level onSend hook (before the response digests). */
@@ -359,7 +358,7 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
     state.answered = true
     // Whatever the handler meant to send, the answer is the problem.
     if (isStream(payload)) payload.destroy()
-    reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE).removeHeader('content-length')
+    problemReply(reply, failure).removeHeader('content-length')
     return done(null, JSON.stringify(failure.problem))
   }
   if (reply.statusCode >= 400 || isStream(payload)) {
@@ -370,8 +369,7 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
   }
   if (state.head === null && state.decoded.length > 0 && state.side === null) {
     // Answered before preParsing, which never runs now: nothing decodes these codings.
-    setVerification(request, failed())
-    conclude(state, undecodable(state))
+    concludeFailed(request, state, undecodable(state))
     return onSend(request, reply, payload, done)
   }
   // The rest is read (within the route's bodyLimit) and checked before the
