@@ -10,7 +10,7 @@ import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './pl
 import { placeHooks, type RouteHookInstaller } from './plugin/route-hooks'
 import { setReprDigest, setUnencodedDigest } from './plugin/response/declared'
 import { installResponseDigests } from './plugin/response/hooks'
-import { installRequestVerification } from './plugin/request/setup'
+import { installRequestVerification } from './plugin/request/body-check'
 import { kDeclared, kDeclaredUnencoded, kRouteParams } from './plugin/symbols'
 import { errors, FST_DIGEST_ALREADY_REGISTERED } from './core/errors'
 import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './core/algorithms'

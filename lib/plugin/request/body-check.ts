@@ -1,20 +1,7 @@
-// Request verification, hook by hook (docs/design.md, "Request verification").
-// * onRequest (first of the route's): reads the claims; refuses what can be
-//   refused unread.
-// * preParsing, instance-level (fastify runs those before the route's,
-//   lib/route.js, so before @fastify/compress's decompressor): a BodyStream
-//   hashes the bytes as received and decodes on the side what a digest of
-//   the decoded content needs. The route's last: after a decoder, another
-//   hashes the decoded bytes. The body is checked at the end of the last
-//   one: a failure is kept for preValidation, or errors the stream once a
-//   handler reads it.
-// * preValidation (first): answers a failed parsed body. A body still
-//   unread is hashed at request.raw from now on (source-tap.ts), for the
-//   readers that bypass the streams (request.raw, @fastify/multipart).
-// * onSend (first): a success for a body not yet checked waits for its
-//   check; a failed body's answer is its problem details.
-// * onError (last): a bare error thrown for a failed or cut body is a 4xx.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+// Request verification: request.digestVerification and the route's hooks,
+// placed by lib/plugin/route-hooks.ts (docs/architecture.md, "The Fastify
+// lifecycle, mapped to files"; docs/design.md, "Request verification").
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
 import { digestAll, type DigestResults, type MultiDigester } from '../../core/digest-stream'
@@ -27,7 +14,8 @@ import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } 
 import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
 import type { DigestParams } from '../plugin-options'
-import { kRequestState, kVerification } from '../symbols'
+import type { RouteHookInstaller } from '../route-hooks'
+import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { BodyStream } from './body-stream'
 
 type HookDone = (err?: Error) => void
@@ -38,6 +26,8 @@ type Release = (err?: Error | null) => void
 declare module 'fastify' {
   interface FastifyRequest {
     [kRequestState]: BodyCheck | null
+    /** request.digestVerification as set (null: worked out when read). */
+    [kVerification]: DigestVerification | null
   }
 }
 
@@ -54,7 +44,6 @@ class BodyCheck {
   /** preValidation has run: a failure found now errors the stream being read. */
   validated = false
   checked = false
-  answered = false
   failure: Failure | null = null
   waitingReply: (() => void) | null = null
 
@@ -68,14 +57,8 @@ class BodyCheck {
     readonly decoded: DigestAlgorithm[],
     /** The route's bodyLimit, which caps decoding. */
     readonly limit: number,
-    /** Read before the verifier saw it: never verified. */
-    readonly partial: boolean,
     public side: DecodingTap | null
   ) {}
-}
-
-export function setVerification (request: FastifyRequest, verification: DigestVerification): void {
-  request[kVerification] = verification
 }
 
 function problemReply (reply: FastifyReply, failure: Failure): FastifyReply {
@@ -83,13 +66,12 @@ function problemReply (reply: FastifyReply, failure: Failure): FastifyReply {
 }
 
 function sendProblem (reply: FastifyReply, failure: Failure): void {
-  // A Buffer: for a string fastify appends `; charset=utf-8`, a parameter
-  // application/problem+json does not define.
+  // A Buffer: for a string fastify adds `; charset=utf-8`, which application/problem+json does not define.
   problemReply(reply, failure).send(Buffer.from(JSON.stringify(failure.problem)))
 }
 
 /** The first route-level onRequest hook. */
-export function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
+function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
   const coding = contentCoding(headers['content-encoding'])
@@ -106,66 +88,57 @@ export function readRequest (request: FastifyRequest, reply: FastifyReply, done:
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
   const decodedFields = collectAlgorithms(received, decoded, claims, announcedTrailers(headers.trailer, params), params, coding)
-  if (received.size === 0 && decoded.size === 0) {
-    const required = params.verify === 'required'
-    // Only a Content-Length says up front whether there is content (HTTP/2
-    // and chunked requests have none): a body of unknown length is counted.
-    const empty = headers['content-length'] === '0'
-    if (!required || empty || headers['content-length'] !== undefined) {
-      const failure = judge(unread, params, required && !empty)
-      if (failure !== null) return sendProblem(reply, failure)
-      setVerification(request, { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread.map((c) => c.verification) })
-      return done()
-    }
+  const required = params.verify === 'required'
+  // Nothing to hash: settled now, but a 'required' body of unknown length (HTTP/2, chunked) is counted.
+  if (received.size === 0 && decoded.size === 0 && (!required || headers['content-length'] !== undefined)) {
+    const failure = judge(unread, params, required && headers['content-length'] !== '0')
+    if (failure !== null) return sendProblem(reply, failure)
+    request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread.map((c) => c.verification) }
+    return done()
   }
+  request[kVerification] = { verified: false, reason: 'unread', fields: [] }
+  // Read by an earlier hook of the application's: never verified.
+  if (request.raw.readableDidRead && required) return sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING()))
+  if (request.raw.readableDidRead) return done()
   const limit = request.routeOptions.bodyLimit as number
   const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
   const side = decoders === null ? null : new DecodingTap(decoders, decoded, limit)
-  // Read by an earlier hook of the application's: not all bytes are seen.
-  const partial = request.raw.readableDidRead
-  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, [...received], [...decoded], limit, partial, side)
-  setVerification(request, { verified: false, reason: 'unread', fields: [] })
+  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, [...received], [...decoded], limit, side)
   done()
 }
 
 type PayloadStream = Readable & { receivedEncodedLength?: unknown }
 
 /**
- * The instance-level preParsing hook. It runs on every route of the scope,
- * also those of contexts created before the plugin, whose requests lack the
- * decorator (fastify propagates hooks to existing children, not decorators).
+ * The instance-level preParsing hook (fastify runs it before the route's,
+ * so before a decoder). Routes of contexts created before the plugin get it
+ * without the decorator (fastify propagates hooks, not decorators).
  */
-export function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
+function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state == null) return done(null, payload)
-  const head = new BodyStream(payload, state.partial ? [] : state.received)
+  const head = new BodyStream(payload, state.received)
   head.side = state.side
   state.head = state.stream = head
   done(null, head)
 }
 
 /** The last route-level preParsing hook: after any decoder. */
-export function placeStream (request: FastifyRequest, reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
+function placeStream (request: FastifyRequest, reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
   const head = state.head as BodyStream
-  let decodeHere = false
-  if (state.decoded.length > 0) {
-    if (payload !== head && typeof payload.receivedEncodedLength === 'number') {
-      // A decoder (as @fastify/compress's is) gives us the decoded bytes.
-      head.side?.destroy()
-      head.side = state.side = null
-      decodeHere = true
-    } else if (state.side === null) {
-      state.answered = true
-      return sendProblem(reply, undecodable(state))
-    }
+  // A decoder (as @fastify/compress's is) gives us the decoded bytes.
+  const decodeHere = state.decoded.length > 0 && payload !== head && typeof payload.receivedEncodedLength === 'number'
+  if (decodeHere) {
+    head.side?.destroy()
+    head.side = state.side = null
+  } else if (state.decoded.length > 0 && state.side === null) {
+    return sendProblem(reply, undecodable(state))
   }
   let stream = head
   if (payload !== head) {
-    // Something stands between: an error of the first stream does not
-    // cross a pipe(), and @fastify/compress rewrites it, so the last stream
-    // is ours again, where the reader sees a failure.
+    // An error does not cross a pipe() (and @fastify/compress rewrites it): the reader's stream is ours again.
     stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null, state.limit)
     if (decodeHere) {
       head.endCheck = onHeadEnd(request, state)
@@ -182,11 +155,7 @@ function undecodable (state: BodyCheck): Failure {
   return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
 }
 
-/**
- * Nothing has read the body, and nothing stands between request.raw and
- * the parser (or preParsing never ran): whoever reads it now may read
- * request.raw, bypassing the stream.
- */
+/** Unread, and nothing between request.raw and the parser (or no preParsing): a reader may take request.raw. */
 function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
   const head = state.head
   return state.tap === null && (head === null || (state.stream === head && head.origin === request.raw && !head.started))
@@ -198,8 +167,7 @@ function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
     state.head.hasher = null
     state.head.side = null
   }
-  const tap = state.tap = new SourceTap(request.raw, state.partial ? [] : state.received, state.side, checkAtEnd(request, state))
-  // A body that had fully arrived: checked now, before any reader.
+  const tap = state.tap = new SourceTap(request.raw, state.received, state.side, checkAtEnd(request, state))
   tap.checkEnded()
   return tap
 }
@@ -222,15 +190,11 @@ function decodedDigests (state: BodyCheck): DigestResults | Failure {
 /** The failure of the whole body, or null; sets request.digestVerification. */
 function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const { params } = state
-  if (state.partial) {
-    setVerification(request, { verified: false, reason: 'unread', fields: [] })
-    return params.verify === 'required' ? blankFailure(params, new FST_DIGEST_MISSING()) : null
-  }
   const bytes = bytesOf(state)
   const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
   const decoded = decodedDigests(state)
   if (!(decoded instanceof Map)) {
-    setVerification(request, failed())
+    request[kVerification] = failed()
     return decoded
   }
   let fields: FieldVerification[] = []
@@ -246,7 +210,7 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   } catch (err) {
     failure = blankFailure(params, err as DigestError)
   }
-  setVerification(request, failure === null ? summarize(fields, bytes === 0 ? 'no-body' : 'no-digest') : { verified: false, reason: 'failed', fields })
+  request[kVerification] = failure === null ? summarize(fields, bytes === 0 ? 'no-body' : 'no-digest') : { verified: false, reason: 'failed', fields }
   return failure
 }
 
@@ -263,7 +227,7 @@ function conclude (state: BodyCheck, failure: Failure | null, release?: () => vo
 /** Nothing verified, unless a verdict came first; `failure` (null: none) answers a waiting reply. */
 function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Failure | null): void {
   if (state.checked) return
-  setVerification(request, failed())
+  request[kVerification] = failed()
   conclude(state, failure)
 }
 
@@ -298,16 +262,15 @@ function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
 }
 
 /** The first route-level preValidation hook. */
-export function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
   const state = request[kRequestState]
   if (state === null) return done()
   if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
   state.validated = true
   if (state.checked || !parsesNothing(request.headers)) return answerValidation(reply, state, done)
-  // fastify runs the handler at once for a request it takes to have no
-  // body (lib/handle-request.js:55-65), whatever arrives over HTTP/2 or from
-  // a Readable injected: an empty body is judged before the handler,
-  // content is left to its reader (after a decoder: read and checked now).
+  // fastify runs the handler at once when it takes a request to have no body
+  // (lib/handle-request.js:55-65), whatever arrives (HTTP/2, an injected
+  // Readable): an empty body is judged first, content left to its reader.
   const wake = (): void => answerValidation(reply, state, done)
   if (state.tap !== null) {
     state.tap.awaitData(wake)
@@ -319,11 +282,10 @@ export function onPreValidation (request: FastifyRequest, reply: FastifyReply, d
 
 function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookDone): void {
   if (state.failure === null) return done()
-  state.answered = true
   sendProblem(reply, state.failure)
 }
 
-/** Whether `payload` is fastify's default error body (lib/error-handler.js: statusCode, code, error, message), e.g. for the digest error a handler rethrew. */
+/** Whether `payload` is fastify's default error body (lib/error-handler.js), e.g. for a digest error a handler rethrew. */
 function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
   if (typeof payload !== 'string') return false
   try {
@@ -347,23 +309,23 @@ function abandon (request: FastifyRequest, state: BodyCheck, error: DigestError)
   concludeFailed(request, state, blankFailure(state.params, error, { connection: 'close' }))
 }
 
-/** The first route-level onSend hook (before the response digests). */
-export function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
+/**
+ * The first route-level onSend hook. Our own problem answers and error
+ * answers (4xx, 5xx) go out as they are, and so does a stream, which may be
+ * fed by the body itself; a failure replaces any other answer; a success
+ * waits while the rest is read (within bodyLimit) and checked.
+ */
+function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
   const state = request[kRequestState]
-  if (state === null || state.answered) return done(null, payload)
+  if (state === null) return done(null, payload)
   const failure = state.failure
   if (state.checked) {
-    // Passed, or an error handler of the application's answered.
     if (failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
-    state.answered = true
-    // Whatever the handler meant to send, the answer is the problem.
     if (isStream(payload)) payload.destroy()
     problemReply(reply, failure).removeHeader('content-length')
     return done(null, JSON.stringify(failure.problem))
   }
   if (reply.statusCode >= 400 || isStream(payload)) {
-    // An error answer claims nothing about the body; a stream may be fed by
-    // the body itself (an echo) and cannot wait for its end.
     if (reply.statusCode >= 400) state.tap?.stop()
     return done(null, payload)
   }
@@ -372,8 +334,6 @@ export function onSend (request: FastifyRequest, reply: FastifyReply, payload: u
     concludeFailed(request, state, undecodable(state))
     return onSend(request, reply, payload, done)
   }
-  // The rest is read (within the route's bodyLimit) and checked before the
-  // answer goes out: never a success for a body that was not checked.
   state.validated = true
   state.waitingReply = sendWhenChecked(request, reply, payload, done)
   const stream = state.stream
@@ -397,18 +357,59 @@ const isErrorStatus = (status: unknown): boolean => typeof status === 'number' &
 
 /**
  * The last route-level onError hook (before the error handler, fastify
- * lib/reply.js onErrorHook). An error without a status of its own, thrown
- * after the body failed or was cut off (@fastify/multipart destroys its
- * file stream with a bare ERR_STREAM_PREMATURE_CLOSE), takes the failure's
- * 4xx, or 400 for a cut upload, so that fastify's default error handler
- * neither answers nor logs a client's bad body as a 500 (it keeps a status
- * already set, lib/error-status.js).
+ * lib/reply.js onErrorHook): an error without a status, thrown after the
+ * body failed or was cut off (@fastify/multipart's bare
+ * ERR_STREAM_PREMATURE_CLOSE), takes the failure's 4xx, or 400 for a cut
+ * upload; the default error handler keeps it (lib/error-status.js).
  */
-export function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
+function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
   const state = request[kRequestState]
   if (state !== null && !isErrorStatus(error.statusCode) && !isErrorStatus(error.status)) {
     if (state.failure !== null) reply.code(state.failure.error.statusCode)
     else if (request.raw.readableAborted) reply.code(400)
   }
   done()
+}
+
+/** request.digestVerification where the verifier never runs, worked out when read: no digests, `verify: false`, bodyless methods. */
+function defaultVerification (request: FastifyRequest): DigestVerification | null {
+  const params = (request.routeOptions.config as { [kRouteParams]?: DigestParams } | undefined)?.[kRouteParams]
+  if (params === undefined) return null
+  if (params.verify === false) return { verified: false, reason: 'disabled', fields: [] }
+  if (BODYLESS_METHODS.has(request.method)) {
+    return { verified: false, reason: hasContent(request.headers) ? 'unread' : 'no-body', fields: [] }
+  }
+  return null
+}
+
+function getVerification (this: FastifyRequest): DigestVerification | null {
+  // Kept once worked out: the same object on every read.
+  return this[kVerification] ?? (this[kVerification] = defaultVerification(this))
+}
+
+function putVerification (this: FastifyRequest, value: DigestVerification | null): void {
+  this[kVerification] = value
+}
+
+export function installRequestVerification (fastify: FastifyInstance): RouteHookInstaller<DigestParams> {
+  fastify.decorateRequest(kRequestState, null)
+  fastify.decorateRequest(kVerification, null)
+  fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
+  fastify.addHook('preParsing', hashReceived)
+  return {
+    onRoute (routeOptions, params) {
+      const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
+      if (params.verify === false || methods.every((m) => BODYLESS_METHODS.has(m.toUpperCase()))) return null
+      function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+        readRequest(request, reply, done, params)
+      }
+      return {
+        onRequestFirst: digestVerifyRequest,
+        preParsingLast: placeStream,
+        preValidationFirst: onPreValidation,
+        onSendFirst: onSend,
+        onErrorLast: onError
+      }
+    }
+  }
 }
