@@ -7,12 +7,9 @@ import { parseDigestField, parseLegacyDigest } from './fields'
 import { usableAlgorithms } from './compare'
 
 /** What reading claims needs of the route's params (DigestParams has it). */
-export interface ClaimPolicy {
-  /** Enabled algorithms, server preference order. */
+interface ClaimPolicy {
   readonly algorithms: readonly DigestAlgorithm[]
-  /** The RFC 3230 Digest field is read too. */
   readonly legacyDigest: boolean
-  /** Repr-Digest is of the content as received, coding included (RFC 9530 §3). */
   readonly strict: boolean
 }
 
@@ -24,20 +21,24 @@ export interface Claim {
   decoded: boolean
 }
 
-/**
- * Whether `field` is checked over the decoded content of a request with
- * content codings `coding`: Unencoded-Digest (draft-ietf-httpbis-unencoded-digest
- * §5), and Repr-Digest in the default mode.
- */
-function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
-  if (coding === null) return false
-  return field === 'Unencoded-Digest' || (field === 'Repr-Digest' && !policy.strict)
-}
+/** The digest fields by their lowercase names; Repr-Digest first, as the problem-types draft's examples list them. */
+const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
+  ['repr-digest', 'Repr-Digest'],
+  ['unencoded-digest', 'Unencoded-Digest'],
+  ['content-digest', 'Content-Digest'],
+  ['digest', 'Digest']
+]
 
 /**
- * Methods whose body fastify never reads: it runs the handler straight away
- * (fastify lib/handle-request.js:34-37, its `bodyless` methods).
+ * Whether `field` of a request with content codings is checked over the
+ * decoded content: Unencoded-Digest (draft-ietf-httpbis-unencoded-digest
+ * §5), and Repr-Digest in the default mode (strict: as received, RFC 9530 §3).
  */
+function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
+  return coding !== null && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && !policy.strict))
+}
+
+/** Methods whose body fastify never reads (lib/handle-request.js:34-37). */
 export const BODYLESS_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'TRACE'])
 
 /** Whether the length fields say there is content (RFC 9110 §8.6, RFC 9112 §6.1). */
@@ -51,40 +52,23 @@ export function parsesNothing (headers: IncomingHttpHeaders): boolean {
 }
 
 /** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
-export function readClaims (
-  section: Record<string, string | string[] | undefined>,
-  policy: ClaimPolicy,
-  coding: string | null
-): Claim[] {
-  // Repr-Digest first, as the problem-types draft's examples list it.
+export function readClaims (section: Record<string, string | string[] | undefined>, policy: ClaimPolicy, coding: string | null): Claim[] {
   const claims: Claim[] = []
-  const repr = parseDigestField(section['repr-digest'], 'Repr-Digest')
-  if (repr !== null) claims.push({ field: 'Repr-Digest', received: repr, decoded: isDecoded('Repr-Digest', coding, policy) })
-  const unencoded = parseDigestField(section['unencoded-digest'], 'Unencoded-Digest')
-  if (unencoded !== null) claims.push({ field: 'Unencoded-Digest', received: unencoded, decoded: isDecoded('Unencoded-Digest', coding, policy) })
-  const content = parseDigestField(section['content-digest'], 'Content-Digest')
-  if (content !== null) claims.push({ field: 'Content-Digest', received: content, decoded: false })
-  if (policy.legacyDigest) {
-    // RFC 3230 Digest: a digest of the body as sent (RFC 3230 §4.3.2).
-    const legacy = parseLegacyDigest(section.digest)
-    if (legacy !== null) claims.push({ field: 'Digest', received: legacy, decoded: false })
+  for (const [name, field] of FIELDS) {
+    // RFC 3230 Digest, read only with legacyDigest: not a Structured Field.
+    if (field === 'Digest' && !policy.legacyDigest) continue
+    const received = field === 'Digest' ? parseLegacyDigest(section[name]) : parseDigestField(section[name], field)
+    if (received !== null) claims.push({ field, received, decoded: isDecoded(field, coding, policy) })
   }
   return claims
 }
-
-const TRAILER_FIELDS: ReadonlyMap<string, DigestFieldName> = new Map([
-  ['content-digest', 'Content-Digest'],
-  ['repr-digest', 'Repr-Digest'],
-  ['unencoded-digest', 'Unencoded-Digest'],
-  ['digest', 'Digest']
-])
 
 /** Digest fields the request announces in its Trailer header field (RFC 9110 §6.6.2). */
 export function announcedTrailers (value: string | undefined, policy: ClaimPolicy): Set<DigestFieldName> {
   const out = new Set<DigestFieldName>()
   if (value === undefined) return out
   for (const name of value.split(',')) {
-    const field = TRAILER_FIELDS.get(name.trim().toLowerCase())
+    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
     if (field !== undefined && (field !== 'Digest' || policy.legacyDigest)) out.add(field)
   }
   return out
@@ -92,11 +76,10 @@ export function announcedTrailers (value: string | undefined, policy: ClaimPolic
 
 /**
  * Adds to `received` the algorithms to hash over the bytes as received, and
- * to `decoded` those to hash over the decoded content: the enabled ones the
- * claims name (recipients ignore the others, RFC 9530 §2, §3), and every
- * enabled one for an announced trailer, whose algorithms are only known at
- * the end. Returns the fields checked over the decoded content, for the
- * errors that say why it could not be (e.g. `Repr-Digest, Unencoded-Digest`).
+ * to `decoded` those over the decoded content: the enabled ones the claims
+ * name (recipients ignore others, RFC 9530 §2, §3), and every enabled one for
+ * an announced trailer. Returns the fields checked over the decoded content,
+ * for error messages (e.g. `Repr-Digest, Unencoded-Digest`).
  */
 export function collectAlgorithms (
   received: Set<DigestAlgorithm>,

@@ -1,16 +1,14 @@
-// A request's verdict and its wording: each claimed field checked against
-// the digests of the content (RFC 9530 §2, §3), and a refusal as a Failure:
-// the FST_DIGEST_* error, its RFC 9457 problem details, and the Want-*
-// fields that tell the client what to send next time (RFC 9530 §4). Pure.
+// A request's verdict (RFC 9530 §2, §3) and its refusal: the FST_DIGEST_*
+// error, its RFC 9457 problem details, and the Want-* fields that ask for
+// what to send next time (RFC 9530 §4). Pure.
 //
-// The three problem types of draft-ietf-httpapi-digest-fields-problem-types
-// (-06) carry its type URIs, titles and extension members, arrays of objects
-// naming the `header`. Anything else is about:blank, titled by its status
-// phrase (RFC 9457 §4.2.1). Every body carries `status`, `detail` and the
-// error's `code` too (extension members, RFC 9457 §3.2). A mismatch names
-// only what the client sent, never the server's digest (the draft, §3.3).
+// The types of draft-ietf-httpapi-digest-fields-problem-types (-06) carry its
+// URIs, titles and members naming the `header`; anything else is about:blank,
+// titled by its status phrase (RFC 9457 §4.2.1). Every body has `status`,
+// `detail` and `code` (RFC 9457 §3.2). A mismatch names only what the client
+// sent, never the server's digest (the draft, §3.3).
 import type { DigestAlgorithm, DigestMap, DigestVerification, FieldVerification } from '../../types/index'
-import { ALGORITHMS, isDigestAlgorithm } from './algorithms'
+import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'
 import { verifyDigests } from './compare'
 import type { DigestResults } from './digest-stream'
@@ -27,7 +25,7 @@ export const PROBLEM_TYPES = Object.freeze({
   mismatched: Object.freeze({ type: `${IANA}digest-mismatched-values`, title: 'Mismatched Digest Values' })
 })
 
-// Status phrases of RFC 9110 §15 for the about:blank problems we send.
+// Status phrases of RFC 9110 §15.
 const STATUS_TITLES: Readonly<Record<number, string>> = { 400: 'Bad Request', 406: 'Not Acceptable', 413: 'Content Too Large', 415: 'Unsupported Media Type' }
 
 export interface ProblemDetails {
@@ -39,11 +37,8 @@ export interface ProblemDetails {
   [member: string]: unknown
 }
 
-/** What judging needs of the route's params (the Want-* fields are cached per params object). */
-export interface JudgePolicy {
-  /** Enabled algorithms, server preference order. */
-  readonly algorithms: readonly DigestAlgorithm[]
-}
+/** The route's enabled algorithms (the Want-* fields are cached per policy object). */
+interface JudgePolicy { readonly algorithms: readonly DigestAlgorithm[] }
 
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
 export type DigestError = Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }
@@ -80,7 +75,6 @@ function makeFailure (policy: JudgePolicy, error: DigestError, problem: ProblemD
   return { error, problem, headers }
 }
 
-/** An about:blank problem: the title is the status phrase. */
 export function blankProblem (status: number, code: string, detail: string): ProblemDetails {
   return { type: 'about:blank', title: STATUS_TITLES[status] ?? 'Bad Request', status, detail, code }
 }
@@ -123,7 +117,7 @@ function typedFailure (
 
 /** The `reason` of an invalid value: its length is wrong, or no algorithm of that name exists. */
 export function invalidReason (algorithm: string): string {
-  const length = isDigestAlgorithm(algorithm) ? ALGORITHMS.get(algorithm)?.length : undefined
+  const length = ALGORITHMS.get(algorithm as DigestAlgorithm)?.length
   return length === undefined ? 'digest value cannot be produced by the algorithm' : `digest value is not ${length} bytes long`
 }
 
@@ -134,9 +128,9 @@ const mismatchedMember: Member = (algorithm, header, received) =>
 const unsupportedMember: Member = (algorithm, header) => ({ algorithm, header })
 
 /**
- * The failure of a set of checked fields, or null: invalid values first,
- * then mismatches; `required`: without a verified field, the unsupported
- * algorithms named, or a missing digest.
+ * The failure of checked fields, or null: invalid values first, then
+ * mismatches; `required` and no field verified: the unsupported algorithms
+ * named, or a missing digest.
  */
 export function judge (checked: CheckedField[], policy: JudgePolicy, required: boolean): Failure | null {
   return typedFailure(policy, checked, 'invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests', invalidMember) ??

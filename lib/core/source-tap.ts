@@ -1,21 +1,14 @@
-// Hashing a request body at its source, for readers that bypass the stream
-// fastify hands the parsers (request.raw, @fastify/multipart piping it into
-// busboy): every byte pushed into the request's Readable, whoever reads it.
-// node:http's IncomingMessage (lib/_http_common.js parserOnBody and
-// parserOnMessageComplete), node:http2's Http2ServerRequest
-// (lib/internal/http2/compat.js onStreamData, onStreamEnd) and
-// light-my-request's Request all feed their readers through the instance's
-// `push`, so this takes it over: an internal (docs/design.md, "What this
-// plugin relies on").
-//
-// The end is held back until it is checked: the last pushed chunk, and at
-// least HOLD_BYTES, stay here until the end has been judged, so a reader
-// never sees a clean end (nor multipart's closing boundary) of a body that
-// failed: the source emits the error instead, and the connection stays open
-// for the answer. Pure: node:stream, no fastify.
+// Hashing a request body at its source, whoever reads it (request.raw,
+// @fastify/multipart): node:http (lib/_http_common.js parserOnBody), node:http2
+// (lib/internal/http2/compat.js onStreamData) and light-my-request push every
+// chunk and the end through the instance's `push`, which this takes over (an
+// internal: docs/design.md, "What this plugin relies on"). The last chunk, at
+// least HOLD_BYTES, is held back until the end is judged, so a reader never
+// sees a clean end (nor multipart's closing boundary) of a body that failed.
+// Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
-import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
+import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readableState: { ended: boolean } }
@@ -23,18 +16,12 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 export const HOLD_BYTES = 1024
 
-/** Runs at the end, once the digests (and the side tap) are done; `release(err)` ends the source cleanly, or fails it. */
-export type TapEnd = (release: (err?: Error | null) => void) => void
-
 function noop (): void {}
 
-// The functions put on the source are made by small functions, never
-// written as `source.push = (…) => …`: V8 allocates a function literal
-// assigned straight to a property in the old generation
-// (CheckAssigningFunctionLiteralToProperty), where its context, the request
-// with its body chunks, would outlive every scavenge (docs/benchmarks.md).
+// Functions put on the source come from factories: V8 puts a function literal assigned to
+// a property in the old generation, its context (the body) with it (docs/benchmarks.md).
 
-/** `_destroy` for the source: a client's abort gets status 400, as fastify gives it for a body its parsers read (lib/content-type-parser.js rawBody). */
+/** `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody). */
 function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
   return function (this: Readable, error, callback) {
     if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
@@ -60,24 +47,22 @@ export class SourceTap {
   #allowance = Infinity
   #overLimit: (() => void) | null = null
   #wake: (() => void) | null = null
-  readonly #onEnd: TapEnd
+  readonly #onEnd: EndCheck
   digests: DigestResults | null = null
   /** The source's end has been pushed. */
   ended = false
 
-  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: TapEnd) {
+  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck) {
     const target = source as Source
     this.#source = target
     this.#push = target.push
     this.#hasher = new MultiDigester(algorithms)
     this.#side = side
     this.#onEnd = onEnd
-    // Bytes pushed before the tap (a body that came with the headers) wait
-    // unread in the source's buffer: hashed too.
+    // Bytes pushed before the tap (a body that came with the headers) are hashed too.
     const buffered = source.readableLength > 0 ? source.read() as Buffer : null
     if (target._readableState.ended) {
-      // Too late to hold anything back, but nothing has been read yet: the
-      // check runs before any reader starts (checkEnded()).
+      // Too late to hold anything back, but nothing was read: checkEnded() runs before any reader.
       if (buffered !== null) {
         this.#hash(buffered)
         source.unshift(buffered)
@@ -99,10 +84,7 @@ export class SourceTap {
     return this.#hasher.bytes
   }
 
-  /**
-   * Read the rest within `limit` more bytes: past it, `overLimit` runs and
-   * the tap stops; `cutOff` runs when the source closes before its end.
-   */
+  /** Past `limit` more bytes, `overLimit` runs and the tap stops; `cutOff` runs if the source closes before its end. */
   limitRest (limit: number, overLimit: () => void, cutOff: () => void): void {
     this.#allowance = limit
     this.#overLimit = overLimit
@@ -189,10 +171,8 @@ export class SourceTap {
       if (!hold) return
       if (err == null) return this.#flush(true)
       this.#held = []
-      // Failed without closing the connection: the error is emitted, not
-      // raised through destroy(), which node's IncomingMessage takes for an
-      // abort (it closes the socket). Readers (pipeline(), async iteration,
-      // busboy) destroy the source on it: quietly, the failure being told.
+      // Emitted, not destroy(): node's IncomingMessage takes that for an abort and
+      // closes the socket. Readers destroy the source on it: quietly, it is told.
       const source = this.#source
       source._destroy = destroyQuietly
       if (source.listenerCount('error') > 0) source.emit('error', err)

@@ -32,6 +32,7 @@ declare module 'fastify' {
 }
 
 const failed = (): DigestVerification => ({ verified: false, reason: 'failed', fields: [] })
+const CLOSE = Object.freeze({ connection: 'close' })
 
 /** A request's verification: what it claims, where it is hashed, and the verdict. */
 class BodyCheck {
@@ -109,11 +110,7 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDo
 
 type PayloadStream = Readable & { receivedEncodedLength?: unknown }
 
-/**
- * The instance-level preParsing hook (fastify runs it before the route's,
- * so before a decoder). Routes of contexts created before the plugin get it
- * without the decorator (fastify propagates hooks, not decorators).
- */
+/** The instance-level preParsing hook: before the route's (a decoder); also on contexts made before the plugin, without the decorator. */
 function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state == null) return done(null, payload)
@@ -304,16 +301,9 @@ function sendWhenChecked (request: FastifyRequest, reply: FastifyReply, payload:
   return () => onSend(request, reply, payload, done)
 }
 
-/** The rest of the body cannot be checked: the waiting reply gets `error`'s failure. */
-function abandon (request: FastifyRequest, state: BodyCheck, error: DigestError): void {
-  concludeFailed(request, state, blankFailure(state.params, error, { connection: 'close' }))
-}
-
 /**
- * The first route-level onSend hook. Our own problem answers and error
- * answers (4xx, 5xx) go out as they are, and so does a stream, which may be
- * fed by the body itself; a failure replaces any other answer; a success
- * waits while the rest is read (within bodyLimit) and checked.
+ * The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
+ * a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
  */
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
   const state = request[kRequestState]
@@ -337,7 +327,8 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   state.validated = true
   state.waitingReply = sendWhenChecked(request, reply, payload, done)
   const stream = state.stream
-  const cutOff = (): void => abandon(request, state, new FST_DIGEST_INCOMPLETE())
+  // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
+  const cutOff = (): void => concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
   if (!unreadRaw(request, state) && state.tap === null) {
     // The streams hash it: the last one is read to its end.
     const last = stream as BodyStream
@@ -347,7 +338,8 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   }
   const tap = state.tap ?? tapRaw(request, state)
   tap.limitRest(state.limit, () => {
-    abandon(request, state, new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit)))
+    const error = new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit))
+    concludeFailed(request, state, blankFailure(state.params, error, CLOSE))
   }, cutOff)
   stream?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
@@ -356,11 +348,9 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
 const isErrorStatus = (status: unknown): boolean => typeof status === 'number' && status >= 400 && status <= 599
 
 /**
- * The last route-level onError hook (before the error handler, fastify
- * lib/reply.js onErrorHook): an error without a status, thrown after the
- * body failed or was cut off (@fastify/multipart's bare
- * ERR_STREAM_PREMATURE_CLOSE), takes the failure's 4xx, or 400 for a cut
- * upload; the default error handler keeps it (lib/error-status.js).
+ * The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status
+ * thrown for a failed or cut body (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the
+ * failure's 4xx, or 400 for a cut upload, which the error handler keeps (lib/error-status.js).
  */
 function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
   const state = request[kRequestState]
@@ -376,10 +366,8 @@ function defaultVerification (request: FastifyRequest): DigestVerification | nul
   const params = (request.routeOptions.config as { [kRouteParams]?: DigestParams } | undefined)?.[kRouteParams]
   if (params === undefined) return null
   if (params.verify === false) return { verified: false, reason: 'disabled', fields: [] }
-  if (BODYLESS_METHODS.has(request.method)) {
-    return { verified: false, reason: hasContent(request.headers) ? 'unread' : 'no-body', fields: [] }
-  }
-  return null
+  if (!BODYLESS_METHODS.has(request.method)) return null
+  return { verified: false, reason: hasContent(request.headers) ? 'unread' : 'no-body', fields: [] }
 }
 
 function getVerification (this: FastifyRequest): DigestVerification | null {

@@ -1,10 +1,8 @@
-// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md,
-// preParsing; lib/route.js runPreParsing replaces the payload with it): it
-// hashes what passes, feeds a decoder on the side, and at its end lets a
-// check choose between a clean end and an error, which fastify's parser
-// answers as a 4xx (lib/content-type-parser.js rawBody). It reads its source
-// only once its own reader reads, so a route that reads request.raw itself
-// is never stalled.
+// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): it
+// hashes what passes, feeds a decoder on the side, and its end check chooses
+// between a clean end and an error, which the parser answers as a 4xx
+// (lib/content-type-parser.js rawBody). It reads its source only once read,
+// so a route that reads request.raw itself is never stalled.
 import { Transform, finished, type Readable, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm } from '../../../types/index'
 import { MultiDigester, type EndCheck, type StreamTap } from '../../core/digest-stream'
@@ -29,8 +27,7 @@ export class BodyStream extends Transform {
     this.origin = source
     this.hasher = algorithms === null ? null : new MultiDigester(algorithms)
     this.#limit = limit
-    // A decoder's count, which fastify checks against Content-Length and
-    // bodyLimit (lib/content-type-parser.js rawBody).
+    // A decoder's count, checked against Content-Length and bodyLimit (lib/content-type-parser.js rawBody).
     if (typeof source.receivedEncodedLength === 'number') {
       Object.defineProperty(this, 'receivedEncodedLength', { get: () => source.receivedEncodedLength })
     }
@@ -52,8 +49,7 @@ export class BodyStream extends Transform {
       this.once('close', () => {
         stopWatching()
         source.unpipe(this)
-        // Given up before the end: drain the rest, as node does for a body
-        // nobody reads, so that the connection can carry the next request.
+        // Given up before the end: drained, as node does for an unread body, to keep the connection.
         if (!source.readableEnded) source.resume()
       })
       source.pipe(this)
