@@ -5,13 +5,9 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap } from '../../types/index'
 import { parseDigestField, parseLegacyDigest } from './fields'
 import { usableAlgorithms } from './compare'
+import type { DigestParams } from './digest-params'
 
-/** What reading claims needs of the route's params (DigestParams has it). */
-interface ClaimPolicy {
-  readonly algorithms: readonly DigestAlgorithm[]
-  readonly legacyDigest: boolean
-  readonly strict: boolean
-}
+type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
 
 /** One digest field of the request, header or trailer. */
 export interface Claim {

@@ -11,6 +11,7 @@ import type { DigestAlgorithm, DigestMap, DigestVerification, FieldVerification 
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'
 import { verifyDigests } from './compare'
+import type { DigestParams } from './digest-params'
 import type { DigestResults } from './digest-stream'
 import { FST_DIGEST_INVALID_VALUE, FST_DIGEST_MISMATCH, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ALGORITHM } from './errors'
 import { wantAdvertisement } from './negotiation'
@@ -37,8 +38,8 @@ export interface ProblemDetails {
   [member: string]: unknown
 }
 
-/** The route's enabled algorithms (the Want-* fields are cached per policy object). */
-interface JudgePolicy { readonly algorithms: readonly DigestAlgorithm[] }
+/** The Want-* fields are cached per policy object. */
+type JudgePolicy = Pick<DigestParams, 'algorithms'>
 
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
 export type DigestError = Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }

@@ -39,7 +39,7 @@ function destroyQuietly (_error: Error | null, callback: (error?: Error | null) 
 export class SourceTap {
   readonly #source: Source
   readonly #push: Push
-  readonly #hasher: MultiDigester
+  readonly hasher: MultiDigester
   #side: StreamTap | null
   #held: Buffer[] = []
   #heldBytes = 0
@@ -56,7 +56,7 @@ export class SourceTap {
     const target = source as Source
     this.#source = target
     this.#push = target.push
-    this.#hasher = new MultiDigester(algorithms)
+    this.hasher = new MultiDigester(algorithms)
     this.#side = side
     this.#onEnd = onEnd
     // Bytes pushed before the tap (a body that came with the headers) are hashed too.
@@ -77,11 +77,6 @@ export class SourceTap {
 
   static #pushThrough (tap: SourceTap): Push {
     return (chunk, encoding) => tap.#onPush(chunk, encoding)
-  }
-
-  /** Bytes seen so far. */
-  get bytes (): number {
-    return this.#hasher.bytes
   }
 
   /** Past `limit` more bytes, `overLimit` runs and the tap stops; `cutOff` runs if the source closes before its end. */
@@ -120,7 +115,7 @@ export class SourceTap {
   }
 
   #hash (chunk: Buffer): void {
-    this.#hasher.update(chunk)
+    this.hasher.update(chunk)
     this.#side?.write(chunk, noop)
   }
 
@@ -166,7 +161,7 @@ export class SourceTap {
 
   #end (hold: boolean): void {
     this.#source.push = this.#push
-    this.digests = this.#hasher.digest()
+    this.digests = this.hasher.digest()
     const release = (err?: Error | null): void => {
       if (!hold) return
       if (err == null) return this.#flush(true)

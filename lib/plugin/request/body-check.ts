@@ -170,7 +170,7 @@ function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
 }
 
 function bytesOf (state: BodyCheck): number {
-  return state.tap?.bytes ?? (state.head?.hasher as MultiDigester).bytes
+  return (state.tap?.hasher ?? state.head?.hasher as MultiDigester).bytes
 }
 
 /** The digests of the decoded content, or why there are none. */

@@ -10,9 +10,10 @@ import { MultiDigester, type EndCheck, type StreamTap } from '../../core/digest-
 function ignoreError (): void {}
 
 export class BodyStream extends Transform {
-  #source: Readable | null
   /** The stream it reads. */
   readonly origin: Readable
+  /** Its reader has started reading. */
+  started = false
   /** null: a pass-through (the bytes are hashed at request.raw). */
   hasher: MultiDigester | null
   side: StreamTap | null = null
@@ -23,7 +24,6 @@ export class BodyStream extends Transform {
 
   constructor (source: Readable & { receivedEncodedLength?: unknown }, algorithms: Iterable<DigestAlgorithm> | null, limit = Infinity) {
     super()
-    this.#source = source
     this.origin = source
     this.hasher = algorithms === null ? null : new MultiDigester(algorithms)
     this.#limit = limit
@@ -35,15 +35,10 @@ export class BodyStream extends Transform {
     this.on('error', ignoreError)
   }
 
-  /** Its reader has started reading. */
-  get started (): boolean {
-    return this.#source === null
-  }
-
   override _read (size: number): void {
-    const source = this.#source
-    if (source !== null) {
-      this.#source = null
+    if (!this.started) {
+      const source = this.origin
+      this.started = true
       // pipe() carries no errors: the source's error or premature end fails this stream.
       const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
       this.once('close', () => {
