@@ -59,31 +59,16 @@ export function readClaims (section: Record<string, string | string[] | undefine
   return claims
 }
 
-/** Digest fields the request announces in its Trailer header field (RFC 9110 §6.6.2). */
-export function announcedTrailers (value: string | undefined, policy: ClaimPolicy): Set<DigestFieldName> {
-  const out = new Set<DigestFieldName>()
-  if (value === undefined) return out
-  for (const name of value.split(',')) {
-    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
-    if (field !== undefined && (field !== 'Digest' || policy.legacyDigest)) out.add(field)
-  }
-  return out
-}
-
 /**
  * Adds to `received` the algorithms to hash over the bytes as received, and
  * to `decoded` those over the decoded content: the enabled ones the claims
  * name (recipients ignore others, RFC 9530 §2, §3), and every enabled one for
- * an announced trailer. Returns the fields checked over the decoded content,
- * for error messages (e.g. `Repr-Digest, Unencoded-Digest`).
+ * a field the Trailer field announces (RFC 9110 §6.6.2). Returns the fields
+ * checked over the decoded content, for error messages.
  */
 export function collectAlgorithms (
-  received: Set<DigestAlgorithm>,
-  decoded: Set<DigestAlgorithm>,
-  claims: readonly Claim[],
-  announced: ReadonlySet<DigestFieldName>,
-  policy: ClaimPolicy,
-  coding: string | null
+  received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, claims: readonly Claim[],
+  trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): string {
   const decodedFields = new Set<string>()
   for (const claim of claims) {
@@ -92,7 +77,9 @@ export function collectAlgorithms (
       (claim.decoded ? decoded : received).add(algorithm)
     }
   }
-  for (const field of announced) {
+  for (const name of trailer === undefined ? [] : trailer.split(',')) {
+    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
+    if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
     const fromDecoded = isDecoded(field, coding, policy)
     if (fromDecoded) decodedFields.add(field)
     for (const algorithm of policy.algorithms) (fromDecoded ? decoded : received).add(algorithm)

@@ -1,12 +1,7 @@
-// A request's verdict (RFC 9530 §2, §3) and its refusal: the FST_DIGEST_*
-// error, its RFC 9457 problem details, and the Want-* fields that ask for
-// what to send next time (RFC 9530 §4). Pure.
-//
-// The types of draft-ietf-httpapi-digest-fields-problem-types (-06) carry its
-// URIs, titles and members naming the `header`; anything else is about:blank,
-// titled by its status phrase (RFC 9457 §4.2.1). Every body has `status`,
-// `detail` and `code` (RFC 9457 §3.2). A mismatch names only what the client
-// sent, never the server's digest (the draft, §3.3).
+// A request's verdict (RFC 9530 §2, §3) and its refusal: the FST_DIGEST_* error, its RFC 9457
+// problem details, the Want-* fields (RFC 9530 §4). The types of
+// draft-ietf-httpapi-digest-fields-problem-types-06 name the `header` and never echo the server's
+// digest (§3.3); others are about:blank, titled by the status phrase (RFC 9457 §4.2.1). Pure.
 import type { DigestAlgorithm, DigestMap, DigestVerification, FieldVerification } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'

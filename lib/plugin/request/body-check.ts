@@ -9,7 +9,7 @@ import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
 } from '../../core/errors'
-import { announcedTrailers, BODYLESS_METHODS, collectAlgorithms, hasContent, parsesNothing, readClaims, type Claim } from '../../core/claims'
+import { BODYLESS_METHODS, collectAlgorithms, hasContent, parsesNothing, readClaims, type Claim } from '../../core/claims'
 import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
 import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
@@ -88,7 +88,7 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDo
   if (invalid !== null) return sendProblem(reply, invalid)
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
-  const decodedFields = collectAlgorithms(received, decoded, claims, announcedTrailers(headers.trailer, params), params, coding)
+  const decodedFields = collectAlgorithms(received, decoded, claims, headers.trailer, params, coding)
   const required = params.verify === 'required'
   // Nothing to hash: settled now, but a 'required' body of unknown length (HTTP/2, chunked) is counted.
   if (received.size === 0 && decoded.size === 0 && (!required || headers['content-length'] !== undefined)) {
@@ -211,13 +211,13 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   return failure
 }
 
-/** Records the verdict; `release` ends or fails the stream; then a reply waiting for it goes on. */
-function conclude (state: BodyCheck, failure: Failure | null, release?: () => void): void {
+/** Records the verdict; `release` ends the stream, or fails it once preValidation ran (a parser reads before); then a waiting reply goes on. */
+function conclude (state: BodyCheck, failure: Failure | null, release?: Release): void {
   state.checked = true
   state.failure = failure
   const waiting = state.waitingReply
   state.waitingReply = null
-  release?.()
+  release?.(failure !== null && state.validated ? failure.error : null)
   waiting?.()
 }
 
@@ -228,11 +228,9 @@ function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Fai
   conclude(state, failure)
 }
 
-/** The final check: before preValidation (a parser reads) the stream ends cleanly; after it, `release` gets the error. */
 function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release): void {
   if (state.checked) return release()
-  const failure = judgeBody(request, state)
-  conclude(state, failure, () => release(failure !== null && state.validated ? failure.error : null))
+  conclude(state, judgeBody(request, state), release)
 }
 
 function checkAtEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
@@ -326,12 +324,11 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   }
   state.validated = true
   state.waitingReply = sendWhenChecked(request, reply, payload, done)
-  const stream = state.stream
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
   const cutOff = (): void => concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
-  if (!unreadRaw(request, state) && state.tap === null) {
+  if (state.tap === null && !unreadRaw(request, state)) {
     // The streams hash it: the last one is read to its end.
-    const last = stream as BodyStream
+    const last = state.stream as BodyStream
     if (last.destroyed) return cutOff()
     last.once('close', cutOff).resume()
     return
@@ -341,7 +338,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
     const error = new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit))
     concludeFailed(request, state, blankFailure(state.params, error, CLOSE))
   }, cutOff)
-  stream?.resume()
+  state.stream?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
