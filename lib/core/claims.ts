@@ -1,6 +1,5 @@
-// What a request claims about its content: the digest fields of its header
-// (and trailer) section, those its Trailer field announces, whether it has
-// content, and so which algorithms to hash. Pure: no fastify.
+// What a request claims about its content: the digest fields of its header (and trailer) section,
+// those its Trailer field announces, whether it has content, which algorithms to hash. Pure.
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap } from '../../types/index'
 import { parseDigestField, parseLegacyDigest } from './fields'
@@ -9,13 +8,8 @@ import type { DigestParams } from './digest-params'
 
 type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
 
-/** One digest field of the request, header or trailer. */
-export interface Claim {
-  field: DigestFieldName
-  received: DigestMap
-  /** Checked over the decoded content. */
-  decoded: boolean
-}
+/** One digest field of the request, header or trailer; `decoded`: checked over the decoded content. */
+export interface Claim { field: DigestFieldName, received: DigestMap, decoded: boolean }
 
 /** The digest fields by their lowercase names; Repr-Digest first, as the problem-types draft's examples list them. */
 const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
@@ -25,11 +19,8 @@ const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
   ['digest', 'Digest']
 ]
 
-/**
- * Whether `field` of a request with content codings is checked over the
- * decoded content: Unencoded-Digest (draft-ietf-httpbis-unencoded-digest
- * §5), and Repr-Digest in the default mode (strict: as received, RFC 9530 §3).
- */
+/** Whether `field` of a coded request is checked over the decoded content: Unencoded-Digest
+ * (draft-ietf-httpbis-unencoded-digest §5), and Repr-Digest unless strict (RFC 9530 §3). */
 function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
   return coding !== null && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && !policy.strict))
 }
@@ -60,11 +51,9 @@ export function readClaims (section: Record<string, string | string[] | undefine
 }
 
 /**
- * Adds to `received` the algorithms to hash over the bytes as received, and
- * to `decoded` those over the decoded content: the enabled ones the claims
- * name (recipients ignore others, RFC 9530 §2, §3), and every enabled one for
- * a field the Trailer field announces (RFC 9110 §6.6.2). Returns the fields
- * checked over the decoded content, for error messages.
+ * Adds to `received` the algorithms to hash over the bytes as received, to `decoded` those over the
+ * decoded content: the enabled ones the claims name (others are ignored, RFC 9530 §2, §3), every
+ * enabled one for a field the Trailer field announces (RFC 9110 §6.6.2). Returns the decoded fields.
  */
 export function collectAlgorithms (
   received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, claims: readonly Claim[],

@@ -39,18 +39,11 @@ type JudgePolicy = Pick<DigestParams, 'algorithms'>
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
 export type DigestError = Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }
 
-/** A refusal: the error, its problem body, extra headers. */
-export interface Failure {
-  error: DigestError
-  problem: ProblemDetails
-  headers: Record<string, string>
-}
+/** A refusal: the error, its problem body, its headers. */
+export interface Failure { error: DigestError, problem: ProblemDetails, headers: Record<string, string> }
 
 /** One checked field: what the client sent and how it compared. */
-export interface CheckedField {
-  received: DigestMap
-  verification: FieldVerification
-}
+export interface CheckedField { received: DigestMap, verification: FieldVerification }
 
 /** No digests computed (nothing hashed yet, or nothing to hash). */
 export const NO_DIGESTS: DigestResults = new Map()
@@ -123,11 +116,8 @@ const mismatchedMember: Member = (algorithm, header, received) =>
   ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header })
 const unsupportedMember: Member = (algorithm, header) => ({ algorithm, header })
 
-/**
- * The failure of checked fields, or null: invalid values first, then
- * mismatches; `required` and no field verified: the unsupported algorithms
- * named, or a missing digest.
- */
+/** The failure of checked fields, or null: invalid values first, then mismatches; `required` and no
+ * field verified: the unsupported algorithms named, or a missing digest. */
 export function judge (checked: CheckedField[], policy: JudgePolicy, required: boolean): Failure | null {
   return typedFailure(policy, checked, 'invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests', invalidMember) ??
     typedFailure(policy, checked, 'mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', mismatchedMember) ??

@@ -1,11 +1,9 @@
-// Hashing a request body at its source, whoever reads it (request.raw,
-// @fastify/multipart): node:http (lib/_http_common.js parserOnBody), node:http2
-// (lib/internal/http2/compat.js onStreamData) and light-my-request push every
-// chunk and the end through the instance's `push`, which this takes over (an
-// internal: docs/design.md, "What this plugin relies on"). The last chunk, at
-// least HOLD_BYTES, is held back until the end is judged, so a reader never
-// sees a clean end (nor multipart's closing boundary) of a body that failed.
-// Pure: node:stream, no fastify.
+// Hashing a request body at its source, whoever reads it (request.raw, @fastify/multipart):
+// node:http (lib/_http_common.js parserOnBody), node:http2 (lib/internal/http2/compat.js
+// onStreamData) and light-my-request push every chunk and the end through the instance's `push`,
+// which this takes over (docs/design.md, "What this plugin relies on"). The last chunk, at least
+// HOLD_BYTES, is held back until the end is judged: a reader never sees a clean end (nor
+// multipart's closing boundary) of a body that failed. Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
@@ -43,13 +41,11 @@ export class SourceTap {
   #side: StreamTap | null
   #held: Buffer[] = []
   #heldBytes = 0
-  /** Bytes still allowed before `#overLimit` runs. */
   #allowance = Infinity
   #overLimit: (() => void) | null = null
   #wake: (() => void) | null = null
   readonly #onEnd: EndCheck
   digests: DigestResults | null = null
-  /** The source's end has been pushed. */
   ended = false
 
   constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck) {
@@ -109,7 +105,7 @@ export class SourceTap {
     if (!this.ended) this.#flush(false)
   }
 
-  /** Run the end check when the source had ended before the tap. */
+  /** The end check of a source that had ended before the tap. */
   checkEnded (): void {
     if (this.ended && this.digests === null) this.#end(false)
   }

@@ -1,6 +1,5 @@
-// Request verification: request.digestVerification and the route's hooks,
-// placed by lib/plugin/route-hooks.ts (docs/architecture.md, "The Fastify
-// lifecycle, mapped to files"; docs/design.md, "Request verification").
+// Request verification: request.digestVerification and the route's hooks (docs/architecture.md,
+// "The Fastify lifecycle, mapped to files"; docs/design.md, "Request verification").
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
@@ -71,7 +70,6 @@ function sendProblem (reply: FastifyReply, failure: Failure): void {
   problemReply(reply, failure).send(Buffer.from(JSON.stringify(failure.problem)))
 }
 
-/** The first route-level onRequest hook. */
 function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
@@ -211,7 +209,7 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   return failure
 }
 
-/** Records the verdict; `release` ends the stream, or fails it once preValidation ran (a parser reads before); then a waiting reply goes on. */
+/** Records the verdict; `release` ends the stream, or fails it after preValidation; then a waiting reply goes on. */
 function conclude (state: BodyCheck, failure: Failure | null, release?: Release): void {
   state.checked = true
   state.failure = failure
@@ -256,16 +254,14 @@ function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
   }
 }
 
-/** The first route-level preValidation hook. */
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
   const state = request[kRequestState]
   if (state === null) return done()
   if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
   state.validated = true
   if (state.checked || !parsesNothing(request.headers)) return answerValidation(reply, state, done)
-  // fastify runs the handler at once when it takes a request to have no body
-  // (lib/handle-request.js:55-65), whatever arrives (HTTP/2, an injected
-  // Readable): an empty body is judged first, content left to its reader.
+  // fastify runs the handler at once for a request it takes to have no body (lib/handle-request.js:55-65),
+  // whatever arrives: an empty body is judged first, content left to its reader.
   const wake = (): void => answerValidation(reply, state, done)
   if (state.tap !== null) {
     state.tap.awaitData(wake)
@@ -368,7 +364,6 @@ function defaultVerification (request: FastifyRequest): DigestVerification | nul
 }
 
 function getVerification (this: FastifyRequest): DigestVerification | null {
-  // Kept once worked out: the same object on every read.
   return this[kVerification] ?? (this[kVerification] = defaultVerification(this))
 }
 

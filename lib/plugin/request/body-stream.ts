@@ -1,8 +1,6 @@
-// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): it
-// hashes what passes, feeds a decoder on the side, and its end check chooses
-// between a clean end and an error, which the parser answers as a 4xx
-// (lib/content-type-parser.js rawBody). It reads its source only once read,
-// so a route that reads request.raw itself is never stalled.
+// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): it hashes what passes,
+// feeds a decoder on the side, and its end check chooses a clean end or an error, which the parser
+// answers as a 4xx (lib/content-type-parser.js rawBody). It reads its source only once read itself.
 import { Transform, finished, type Readable, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm } from '../../../types/index'
 import { MultiDigester, type EndCheck, type StreamTap } from '../../core/digest-stream'
@@ -10,9 +8,8 @@ import { MultiDigester, type EndCheck, type StreamTap } from '../../core/digest-
 function ignoreError (): void {}
 
 export class BodyStream extends Transform {
-  /** The stream it reads. */
+  /** The stream it reads, once its own reader has `started`. */
   readonly origin: Readable
-  /** Its reader has started reading. */
   started = false
   /** null: a pass-through (the bytes are hashed at request.raw). */
   hasher: MultiDigester | null
