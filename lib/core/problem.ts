@@ -116,8 +116,10 @@ const mismatchedMember: Member = (algorithm, header, received) =>
   ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header })
 const unsupportedMember: Member = (algorithm, header) => ({ algorithm, header })
 
-/** The failure of checked fields, or null: invalid values first, then mismatches; `required` and no
- * field verified: the unsupported algorithms named, or a missing digest. */
+/**
+ * The failure of checked fields, or null: invalid values first, then mismatches; `required` and no
+ * field verified: the unsupported algorithms named, or a missing digest.
+ */
 export function judge (checked: CheckedField[], policy: JudgePolicy, required: boolean): Failure | null {
   return typedFailure(policy, checked, 'invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests', invalidMember) ??
     typedFailure(policy, checked, 'mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', mismatchedMember) ??
