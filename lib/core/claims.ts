@@ -35,11 +35,6 @@ export function hasContent (headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
 }
 
-/** No Content-Type, and no content by the length fields: fastify parses nothing (fastify lib/handle-request.js:55-65). */
-export function parsesNothing (headers: IncomingHttpHeaders): boolean {
-  return headers['content-type'] === undefined && !hasContent(headers)
-}
-
 /** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
 export function readClaims (section: Record<string, string | string[] | undefined>, policy: ClaimPolicy, coding: string | null): Claim[] {
   const claims: Claim[] = []

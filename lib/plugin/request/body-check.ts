@@ -8,7 +8,7 @@ import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
 } from '../../core/errors'
-import { BODYLESS_METHODS, collectAlgorithms, hasContent, parsesNothing, readClaims, type Claim } from '../../core/claims'
+import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
 import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
 import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
@@ -259,9 +259,10 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
   if (state === null) return done()
   if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
   state.validated = true
-  if (state.checked || !parsesNothing(request.headers)) return answerValidation(reply, state, done)
-  // fastify runs the handler at once for a request it takes to have no body (lib/handle-request.js:55-65),
-  // whatever arrives: an empty body is judged first, content left to its reader.
+  // No Content-Type nor length fields: fastify runs the handler at once (lib/handle-request.js:55-65),
+  // whatever arrives; an empty body is judged first, content left to its reader.
+  const headers = request.headers
+  if (state.checked || headers['content-type'] !== undefined || hasContent(headers)) return answerValidation(reply, state, done)
   const wake = (): void => answerValidation(reply, state, done)
   if (state.tap !== null) {
     state.tap.awaitData(wake)

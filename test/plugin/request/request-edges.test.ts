@@ -30,6 +30,12 @@ test('a body that arrived with the headers while an async onRequest hook ran is 
   const parts = await send({ path: '/raw', headers: { 'content-type': 'application/x-raw', 'transfer-encoding': 'chunked', 'content-digest': sf('abcdef') }, body: ['abc', 'def'], delay: 40 })
   t.equal(parts.status, 200)
   t.same(json(parts), { bytes: 6, verification: MATCHED })
+  // A whole body, ended before the tap: checked before its reader starts.
+  const whole = await send({ path: '/raw', headers: { 'content-type': 'application/x-raw', 'content-length': '6', 'content-digest': sf('abcdef') }, body: ['abcdef'] })
+  t.equal(whole.status, 200)
+  t.same(json(whole), { bytes: 6, verification: MATCHED })
+  const wholeBad = await send({ path: '/raw', headers: { 'content-type': 'application/x-raw', 'content-length': '6', 'content-digest': sf('other') }, body: ['abcdef'] })
+  assertProblem(t, wholeBad, 'FST_DIGEST_MISMATCH')
 })
 
 test('a body read before the verifier could tap it is never verified', async (t) => {
