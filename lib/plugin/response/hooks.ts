@@ -6,7 +6,7 @@
 // runs last and sees the bytes sent. A route without other onSend hooks
 // gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestAlgorithm, ResponseDigestField } from '../../../types/index'
+import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { digestFieldOf, fieldWriter } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
@@ -14,7 +14,6 @@ import { getDeclared } from './declared'
 import { kResponseState } from '../symbols'
 import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
-import { OmissionLog } from './omissions'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
@@ -78,17 +77,6 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
   return true
 }
 
-const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
-
-/** Tell the application (and the log, once per route) which wanted fields were given up on. */
-function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
-  if (state.omitted === null) return
-  const { content, repr, unencoded, signatures } = state.plan
-  const lists = [content, repr, unencoded, signatures]
-  const wanted = WANTED.filter((_, i) => (lists[i] as readonly unknown[]).length > 0)
-  state.context.omissions.report(request, reply, state.omitted, wanted, state.params.trailers)
-}
-
 /** The fields are final: on, through the onDigestFields hook (field-hook.ts); with trailers, it runs when they are known. */
 function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
   const hook = params.onDigestFields
@@ -121,13 +109,13 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   }
   if (!plan.head && isNodeStream(payload)) {
     streamedContent(request, reply, payload, state).then((p) => {
-      reportOmitted(request, reply, state)
+      state.reportOmitted(request, reply)
       fieldsDone(request, reply, p, done, params)
     }, done)
     return
   }
   const out = bufferedContent(reply, payload, state)
-  reportOmitted(request, reply, state)
+  state.reportOmitted(request, reply)
   fieldsDone(request, reply, out, done, params)
 }
 
@@ -142,7 +130,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       fastify.log.warn({ path }, 'fastify-digest-fields: a sidecar checksum does not match its file; the file\'s own digests are used')
     }
   })
-  const context: ResponseContext = { files, omissions: new OmissionLog() }
+  const context: ResponseContext = { files, warned: new Set() }
   // SRI keys are plugin-level: every response may depend on Accept-Signature.
   const signing = params.integrityKeys.size > 0
 

@@ -13,7 +13,7 @@ import { DigestTransform, collectUpTo } from '../../core/digest-stream'
 import { checkedFileStream, fileDigests, resolveFileResponse } from './static-files'
 import { isLiveStream } from '../../core/live-streams'
 import { planDelivery, union, type FieldPlan } from '../../core/response-plan'
-import { newState, type Payload, type ResponseContext, type ResponseState } from './reply-state'
+import { ResponseState, type Payload, type ResponseContext } from './reply-state'
 
 export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
   return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
@@ -45,7 +45,7 @@ export function bytesRepresentation (
 ): ResponseState {
   const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
   const plan = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
-  const state = newState(plan, params, context, reply.getHeader('content-encoding'), null)
+  const state = new ResponseState(plan, params, context, reply.getHeader('content-encoding'), null)
   // No payload: an empty representation, except for a HEAD, whose handler need not produce one.
   if (bytes) state.reprPayload = payload
   else if (request.method !== 'HEAD') state.reprPayload = ''
@@ -86,7 +86,7 @@ export async function streamRepresentation (
   // A file is never live: its digests are known before it is sent.
   const live = file === null && isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
   const plan = planDelivery(fields, { kind: 'stream', live, status })
-  const state = newState(plan, params, context, reprEncoding, file)
+  const state = new ResponseState(plan, params, context, reprEncoding, file)
   if (file !== null) {
     await fileDigests(state, file)
     return [file.stream === null ? payload : checkedFileStream(reply, state, file, payload), state]
