@@ -11,8 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestParams } from '../../core/digest-params'
 import { DigestTransform, collectUpTo } from '../../core/digest-stream'
 import { checkedFileStream, fileDigests, resolveFileResponse } from './static-files'
-import { isLiveStream } from '../../core/live-streams'
-import { planDelivery, union, type FieldPlan } from '../../core/response-plan'
+import { isLiveStream, planDelivery, union, type FieldPlan } from '../../core/response-plan'
 import { ResponseState, type Payload, type ResponseContext } from './reply-state'
 
 export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
