@@ -1,10 +1,6 @@
-// Response digests (docs/design.md, "Two digests per response", "Where the
-// hooks run"): two route-level onSend stages placed by
-// lib/plugin/route-hooks.ts. The representation stage (representation.ts)
-// runs first among the route's onSend hooks and sees the identity
-// representation, before @fastify/compress; the content stage (content.ts)
-// runs last and sees the bytes sent. A route without other onSend hooks
-// gets one hook doing both; 404s, which have no route, an instance-level one.
+// Response digests (docs/design.md, "Where the hooks run"): the representation stage runs first among
+// the route's onSend hooks, before @fastify/compress; the content stage last. A route without other
+// onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
@@ -17,7 +13,7 @@ import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
-import { addVary, dropTrailers, hasDigestTrailers, setField, unencodedDigests, writeShared } from './emit'
+import { addVary, dropTrailers, hasDigestTrailers, setField, unencodedDigests, writeFields } from './emit'
 import { hookHeaders } from './field-hook'
 import type { Payload, ResponseContext, ResponseState } from './reply-state'
 
@@ -56,12 +52,9 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
 }
 
 /**
- * The usual response: a full response of a string or Buffer, nothing
- * declared, fields sharing one value (plan.shared, which excludes a
- * precondition), bytes not coded by the route, and (at the content stage)
- * no coding since the representation stage. They are the uncoded
- * representation: every field is one value, hashed and written in one step.
- * False, having changed nothing, for any other response.
+ * The usual response, the bytes sent being the uncoded representation: a full response of a string or
+ * Buffer, nothing declared, fields of one value (plan.shared: no precondition), no coding (at the
+ * content stage, none since the representation stage): hashed and written in one step. Else false, nothing changed.
  */
 function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan, usual: Usual, signing: boolean): boolean {
   const status = reply.statusCode
@@ -73,11 +66,12 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
   ) return false
   addVary(reply, signing)
   const value = shared === usual.shared && usual.write !== null ? usual.write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
-  writeShared(reply, value, fields.content.length > 0, fields.repr.length > 0, fields.unencoded.length > 0, fields.signatures)
+  const { content, repr, unencoded } = fields
+  writeFields(reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null, fields.signatures)
   return true
 }
 
-/** The fields are final: on, through the onDigestFields hook (field-hook.ts); with trailers, it runs when they are known. */
+/** The fields are final: on, through the onDigestFields hook (field-hook.ts), unless it runs with the trailers. */
 function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
   const hook = params.onDigestFields
   if (hook === null || hasDigestTrailers(reply)) done(null, payload)
@@ -101,7 +95,7 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   }
   addVary(reply, signing)
   if (plan.transport === 'declared') {
-    // No content: no Content-Digest; Repr-Digest and Unencoded-Digest only when declared.
+    // No content: Repr-Digest and Unencoded-Digest only when declared.
     setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
     setField(reply, 'unencoded-digest', unencodedDigests(reply, state, null), plan.unencoded, true)
     fieldsDone(request, reply, payload, done, params)

@@ -1,10 +1,6 @@
-// The representation stage: the route's first onSend hook, before
-// @fastify/compress (docs/design.md, "Where the hooks run"). It sees the
-// identity representation (and, for an automatic HEAD route, the GET
-// handler's payload before fastify drops it), completes the plan with the
-// payload's facts, and keeps what the content stage needs: the bytes, a
-// hashing wrapper around a stream, or a file's whole-file digests
-// (static-files.ts).
+// The representation stage, before @fastify/compress: the identity representation (an automatic HEAD's
+// too, before fastify drops it), the plan completed, and what the content stage needs: the bytes, a
+// hashing wrapper around a stream, or a file's whole-file digests (static-files.ts).
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -21,11 +17,7 @@ export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
 function heldError (): void {}
 
-/**
- * A fetch Response or a web stream, as fastify would take it later
- * (lib/reply.js send): status and headers on the reply, the body as a Node
- * stream, so it can be hashed.
- */
+/** A fetch Response or a web stream as fastify takes it (lib/reply.js send): status and headers on the reply, a Node stream. */
 export function unwrapPayload (reply: FastifyReply, payload: Payload): Payload {
   if (payload === null || typeof payload !== 'object') return payload
   if (Object.prototype.toString.call(payload) === '[object Response]') {
@@ -52,11 +44,8 @@ export function bytesRepresentation (
 }
 
 /**
- * A HEAD of a stream has no content to carry trailers: hash the
- * representation now, up to maxBufferSize, and let fastify drop an empty
- * stream. A stream of another length than the Content-Length (read before
- * compress removes it) stands for another body (@fastify/static's empty HEAD
- * stream): not the representation.
+ * A HEAD of a stream has no content to carry trailers: the representation hashed now, up to maxBufferSize.
+ * Another length than the Content-Length (read before compress removes it) stands for another body.
  */
 async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState): Promise<Readable> {
   const length = reply.getHeader('content-length')
@@ -92,7 +81,6 @@ export async function streamRepresentation (
   }
   if (plan.transport === 'declared') return [payload, state]
   if (plan.transport === 'none') {
-    // A live stream not held back; its HEAD answered at once, the stream not read.
     if (!plan.head) return [payload, state]
     ;(payload as Readable).destroy()
     return [Readable.from([]), state]
@@ -100,7 +88,7 @@ export async function streamRepresentation (
   if (plan.head) return [await hashHeadStream(payload, reply, state), state]
   // Strict mode without Unencoded-Digest: the representation is what the content stage sees.
   if (!plan.mode.identity) return [payload, state]
-  // The content algorithms ride along: an unchanged stream is hashed once for every field.
+  // The content algorithms ride along: an unchanged stream is hashed once.
   const hasher = new DigestTransform(union(union(plan.identityNeeded, plan.reprNeeded), plan.content))
   pipeline(payload, hasher, () => {})
   state.reprStream = hasher
