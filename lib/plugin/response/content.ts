@@ -4,8 +4,9 @@ import { pipeline } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { DigestTransform, collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
 import { union } from '../../core/response-plan'
+import { serializeSelected } from '../../core/fields'
 import type { DigestAlgorithm } from '../../../types/index'
-import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, setField, unencodedDigests, wholeOf } from './emit'
+import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, unencodedDigests, wholeOf } from './emit'
 import { TrailerHook, type DigestField } from './field-hook'
 import { fileContent } from './static-files'
 import type { Payload, ResponseState } from './reply-state'
@@ -84,8 +85,12 @@ export async function streamedContent (
       ['unencoded-digest', plan.unencoded, true, file, (r) => unencodedDigests(r, state, identityOf())]
     ]
     for (const [name, algs, asBytes, now, compute] of fields) {
-      if (now) setField(reply, name, compute(reply), algs, asBytes)
-      else declareTrailer(reply, name, algs, asBytes, compute, hook)
+      if (!now) {
+        declareTrailer(reply, name, algs, asBytes, compute, hook)
+        continue
+      }
+      const value = serializeSelected(compute(reply), algs, asBytes)
+      if (value !== null) reply.header(name, value)
     }
     commaSeparatedTrailer(reply)
     return hasher

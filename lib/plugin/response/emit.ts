@@ -9,7 +9,7 @@ import { getDeclared, getDeclaredUnencoded } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { sameList } from '../../core/response-plan'
 import { STALE_PROBLEM, preconditionFails } from '../../core/precondition'
-import { signatureFields, type IntegritySignature } from '../../core/integrity'
+import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
 import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './reply-state'
 
@@ -34,7 +34,7 @@ export function addVary (reply: FastifyReply, signing: boolean): void {
 
 /** The fields whose value is known, and Signature-Input and Signature over Unencoded-Digest's (integrity.ts) unless the reply set either. */
 export function writeFields (
-  reply: FastifyReply, content: string | null, repr: string | null, unencoded: string | null, signatures: readonly IntegritySignature[]
+  reply: FastifyReply, content: string | null, repr: string | null, unencoded: string | null, signatures: readonly IntegritySignature[] = NO_SIGNATURES
 ): void {
   if (content !== null) reply.header('content-digest', content)
   if (repr !== null) reply.header('repr-digest', repr)
@@ -44,15 +44,6 @@ export function writeFields (
   const fields = signatureFields(signatures, unencoded)
   reply.header('signature-input', fields.input)
   reply.header('signature', fields.signature)
-}
-
-/** Set field `name` to the digests of `algs` found in `digests`, if any; returns the value set. */
-export function setField (
-  reply: FastifyReply, name: string, digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean
-): string | null {
-  const value = serializeSelected(digests, algs, strict)
-  if (value !== null) reply.header(name, value)
-  return value
 }
 
 /** `computed`, with the values of `declared` for `algs` in their place. */
@@ -107,10 +98,9 @@ export function decidePrecondition (reply: FastifyReply, state: ResponseState, r
   for (const h of ['content-encoding', 'content-range', ...DIGEST_FIELDS]) reply.removeHeader(h)
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
-  setField(reply, 'repr-digest', repr, [plan.preconditionAlgorithm], plan.mode.strict)
   const content = plan.head ? '' : STALE_PROBLEM
-  const contentDigest = digestFieldOf(plan.content, content, plan.mode.strict)
-  if (contentDigest !== null) reply.header('content-digest', contentDigest)
+  const strict = plan.mode.strict
+  writeFields(reply, digestFieldOf(plan.content, content, strict), serializeSelected(repr, [plan.preconditionAlgorithm], strict), null)
   return content
 }
 

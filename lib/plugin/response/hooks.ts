@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
-import { digestFieldOf, fieldWriter } from '../../core/fields'
+import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
 import { getDeclared } from './declared'
 import { kResponseState } from '../symbols'
@@ -13,7 +13,7 @@ import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
-import { addVary, dropTrailers, hasDigestTrailers, setField, unencodedDigests, writeFields } from './emit'
+import { addVary, dropTrailers, hasDigestTrailers, unencodedDigests, writeFields } from './emit'
 import { hookHeaders } from './field-hook'
 import type { Payload, ResponseContext, ResponseState } from './reply-state'
 
@@ -96,8 +96,8 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   addVary(reply, signing)
   if (plan.transport === 'declared') {
     // No content: Repr-Digest and Unencoded-Digest only when declared.
-    setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
-    setField(reply, 'unencoded-digest', unencodedDigests(reply, state, null), plan.unencoded, true)
+    const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
+    writeFields(reply, null, serializeSelected(getDeclared(reply), plan.repr, plan.mode.strict), unencoded)
     fieldsDone(request, reply, payload, done, params)
     return
   }
