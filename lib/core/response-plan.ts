@@ -197,7 +197,8 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Respons
   if (noContentStatus(payload.status)) {
     transport = 'declared'
   } else if (payload.kind === 'stream' && payload.live) {
-    // Never held back; its HEAD answered without reading it (fastify lib/reply.js sendStream destroys it). A GET's precondition is not decided.
+    // Never held back; its HEAD answered without reading it (fastify lib/reply.js sendStream destroys
+    // it). A GET's precondition is not decided.
     if (!fields.head) precondition = null
     transport = !fields.head && fields.trailers ? 'trailers' : 'none'
     if (transport === 'none') omitted = 'live-stream'
