@@ -1,14 +1,14 @@
 // The content stage, after @fastify/compress (docs/design.md, "Streams and trailers"): the bytes sent
 // hashed; a stream's digests as trailers (RFC 9530 §2, §3), else buffered up to maxBufferSize, else omitted.
-import { pipeline } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { DigestTransform, collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
+import { collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
 import { union } from '../../core/response-plan'
 import { serializeSelected } from '../../core/fields'
 import type { DigestAlgorithm } from '../../../types/index'
 import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, unencodedDigests, wholeOf } from './emit'
 import { TrailerHook, type DigestField } from './field-hook'
 import { fileContent } from './static-files'
+import { hashThrough } from './representation'
 import type { Payload, ResponseState } from './reply-state'
 
 /** A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's. */
@@ -55,19 +55,13 @@ export async function streamedContent (
     const out = await fileContent(request, reply, payload, state, state.file)
     if (out !== null) return out
   }
-  const unchanged = payload === state.reprStream
-  let hasher: DigestTransform
-  if (unchanged) {
-    hasher = state.reprStream as DigestTransform
-  } else {
-    hasher = new DigestTransform(plan.contentHashed)
-    pipeline(payload, hasher, () => {})
-  }
+  const reprStream = state.reprStream
+  const hasher = reprStream !== null && payload === reprStream ? reprStream : hashThrough(payload, plan.contentHashed)
   // The identity representation: a stream hashed as it flowed, or bytes compress turned into a stream.
   const identityOf = (): DigestResults | null => {
     if (state.file !== null) return state.repr
     if (partial) return null
-    if (state.reprStream !== null) return state.reprStream.digests
+    if (reprStream !== null) return reprStream.digests
     return digestAll(plan.identityNeeded, state.reprPayload as string | Buffer)
   }
 

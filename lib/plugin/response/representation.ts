@@ -4,6 +4,7 @@
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { DigestTransform, collectUpTo } from '../../core/digest-stream'
 import { checkedFileStream, fileDigests, resolveFileResponse } from './static-files'
@@ -12,6 +13,13 @@ import { ResponseState, type Payload, type ResponseContext } from './reply-state
 
 export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
   return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
+}
+
+/** `stream` piped through a new hasher of `algorithms`, which passes its bytes on. */
+export function hashThrough (stream: NodeJS.ReadableStream, algorithms: readonly DigestAlgorithm[]): DigestTransform {
+  const hasher = new DigestTransform(algorithms)
+  pipeline(stream, hasher, () => {})
+  return hasher
 }
 
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
@@ -49,8 +57,7 @@ export function bytesRepresentation (
  */
 async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState): Promise<Readable> {
   const length = reply.getHeader('content-length')
-  const hasher = new DigestTransform(state.plan.identityNeeded)
-  pipeline(stream, hasher, () => {})
+  const hasher = hashThrough(stream, state.plan.identityNeeded)
   const collected = await collectUpTo(hasher, state.params.maxBufferSize)
   if (collected.chunks !== null) {
     if (length === undefined || Number(length) === collected.bytes) state.repr = hasher.digests
@@ -89,8 +96,6 @@ export async function streamRepresentation (
   // Strict mode without Unencoded-Digest: the representation is what the content stage sees.
   if (!plan.mode.identity) return [payload, state]
   // The content algorithms ride along: an unchanged stream is hashed once.
-  const hasher = new DigestTransform(union(union(plan.identityNeeded, plan.reprNeeded), plan.content))
-  pipeline(payload, hasher, () => {})
-  state.reprStream = hasher
-  return [hasher, state]
+  state.reprStream = hashThrough(payload, union(union(plan.identityNeeded, plan.reprNeeded), plan.content))
+  return [state.reprStream, state]
 }
