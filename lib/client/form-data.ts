@@ -1,8 +1,6 @@
-// A FormData body as the bytes sent. undici serializes it with a random boundary
-// as it writes the request (undici 7.30.2 lib/dispatcher/client-h1.js:1167-1177,
-// client-h2.js:662-668), too late to hash: it is serialized here instead, by the
-// HTML Standard's multipart/form-data encoding (RFC 7578), into a Blob that
-// references file entries rather than copying them.
+// A FormData body as the bytes sent. undici serializes it as it writes the request (7.30.2
+// lib/dispatcher/client-h1.js:1167-1177), too late to hash: here instead (RFC 7578, as the HTML
+// Standard encodes forms), into a Blob that references files rather than copying them.
 import { randomBytes } from 'node:crypto'
 
 /** A FormData (the global one or undici's), by the brand undici checks (lib/core/util.js isFormDataLike). */

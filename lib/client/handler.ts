@@ -1,7 +1,5 @@
-// The handler of one request (undici 7's handler API, Dispatcher.DispatchHandler):
-// everything passes through to the handler above; the body is hashed as it
-// streams, and the end (onResponseEnd) is held back until the check has run:
-// a failed check replaces it with onResponseError.
+// The handler of one request (undici 7's Dispatcher.DispatchHandler): everything passes through
+// to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
 import type { DigestClientError } from '../../types/client'
 import type { ClientParams } from './options'
@@ -10,10 +8,7 @@ import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './respon
 type Controller = Dispatcher.DispatchController & { rawHeaders?: unknown, rawTrailers?: unknown }
 type Handler = Dispatcher.DispatchHandler
 
-/**
- * The controller the handler above sees while a side decoder runs: both may pause the
- * response, and it resumes only when neither holds it (as undici 7's decompress interceptor does).
- */
+/** The controller above while a side decoder runs: resumed only when neither pauses it (as undici's decompress). */
 export class SharedController {
   readonly #real: Controller
   #paused = false

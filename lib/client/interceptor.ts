@@ -1,8 +1,6 @@
-// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44,
-// compose()) adding Want-*-Digest, `TE: trailers` and Content-Digest fields to a
-// request, and checking its response with a DigestHandler. Request headers come
-// as a flat [name, value, …] array, an iterable of pairs or an object (undici
-// 7.30.2 lib/core/request.js:196-218); read case-insensitively, sent back flat.
+// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44) adding
+// Want-*-Digest, `TE: trailers` and Content-Digest to a request, its response checked by a
+// DigestHandler. Headers come flat, as pairs or as an object (lib/core/request.js:196-218).
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
 import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
@@ -80,8 +78,8 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
     if (bytes !== null) return send([...pairs, ['content-digest', digestFieldOf(algorithm, bytes, true) as string]], opts.body)
     const prepared = prepareBody(opts.body, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal)
     if (prepared === null) return send(pairs, opts.body)
-    // A Blob or FormData is hashed before the request goes out; an error fails
-    // the request as undici's asynchronous interceptors do (lib/interceptor/dns.js).
+    // A Blob or FormData is hashed first; an error fails the request as undici's asynchronous
+    // interceptors do (lib/interceptor/dns.js).
     const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
     prepared.then((body) => {
       try {

@@ -1,5 +1,4 @@
-// The interceptor's options, validated once: the plugin's names and defaults where
-// they mean the same; unknown keys refused with the nearest name (lib/plugin/plugin-options.ts).
+// The interceptor's options, validated once: the plugin's names and defaults where they mean the same.
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
 import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
 import { serializeWantField } from '../core/fields'
@@ -36,8 +35,8 @@ function wantValue (value: unknown, name: string, enabled: readonly DigestAlgori
   return serializeWantField(list.map((key, i) => [key as string, 10 - i]))
 }
 
-// An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest (without
-// a coding, Repr-Digest's value; with one, a decoder even in strict mode); the object, per field.
+// An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest
+// (docs/design.md, "The client"); the object, per field.
 function checkWant (value: unknown, enabled: readonly DigestAlgorithm[]): Array<string | null> {
   if (value === undefined) return [null, null, null]
   if (typeof value === 'string' || Array.isArray(value)) return [...Array(2).fill(wantValue(value, 'want', enabled)), null]

@@ -1,10 +1,7 @@
-// Content-Digest of request content as sent (RFC 9530 §2), Byte Sequences only
-// (every recipient reads them): strings (as UTF-8), ArrayBuffers and typed arrays
-// at once; a Blob (immutable) hashed as a stream, then sent; a FormData serialized
-// first (./form-data.ts); streams and iterables sent as they are. digestHeaders()
-// and digestBody() give the fields for fetch(), with `{ unencoded: true }` an
-// Unencoded-Digest too: content without a coding is its own unencoded
-// representation (draft-ietf-httpbis-unencoded-digest §3).
+// Content-Digest of request content as sent (RFC 9530 §2): strings (UTF-8), ArrayBuffers and
+// typed arrays at once; a Blob hashed as a stream, then sent; a FormData serialized first.
+// `{ unencoded: true }` adds Unencoded-Digest, the same value for content without a coding
+// (draft-ietf-httpbis-unencoded-digest §3).
 import type { DigestAlgorithm, DigestedBody, DigestHeadersOptions, DigestibleBody } from '../../types/client'
 import { ALGORITHMS } from '../core/algorithms'
 import { MultiDigester } from '../core/digest-stream'

@@ -1,15 +1,5 @@
-// One response's check: what to hash, decided from its head; the hashing as the
-// body streams; the verdict at its end, trailers included (docs/design.md, "The client").
-// * Content-Digest is over the content as received (RFC 9530 §2); Repr-Digest over the
-//   representation (§3): with a coding, the coded bytes (§3, Appendix A) or the decoded
-//   ones (the plugin's default mode), per `reprDigest`; Unencoded-Digest over the decoded
-//   bytes only (draft-ietf-httpbis-unencoded-digest §3).
-// * Where the decoded reading is unknown (maxDecodedSize, a coding not decoded here), a
-//   digest not of the coded bytes is unchecked; content that fails to decode has none.
-// * Not checked: Repr- and Unencoded-Digest on HEAD (§3.1), 204 (Appendix B.5) and 206;
-//   Repr-Digest on 406; anything on 304 (RFC 9110 §15.4.5).
-// * Trailers are checked when `Trailer` names them (RFC 9110 §6.6.2), or `TE: trailers`
-//   was sent and the head has no usable digest.
+// One response's check: what to hash, from its head; the hashing as the body streams; the
+// verdict at its end, trailers included. The rules and their sources: docs/design.md, "The client".
 import * as zlib from 'node:zlib'
 import type { DigestAlgorithm, DigestClientError, DigestClientErrorCode } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
@@ -20,17 +10,15 @@ import { parseDigestField } from '../core/fields'
 import { usableAlgorithms, verifyDigests } from '../core/compare'
 import type { ClientParams } from './options'
 
-// node:zlib makes a thread-pool round trip per write and per output chunk: 64 KiB chunks
-// out, writes of BATCH_SIZE in. The response is held once the first decoder queued
-// HOLD_SIZE, until its 'drain': undici 7.30.2's resume() reads the socket's whole buffer
-// (lib/dispatcher/client-h1.js:284-303), quadratic if held per 16 KiB.
+// node:zlib makes a thread-pool round trip per write and output chunk. The response is held
+// once the first decoder queued HOLD_SIZE, until its 'drain': undici 7.30.2's resume() reads
+// the socket's whole buffer (lib/dispatcher/client-h1.js:284-303), quadratic if held per 16 KiB.
 export const CHUNK_SIZE = 64 * 1024
 export const HOLD_SIZE = 1024 * 1024
 const BATCH_SIZE = 256 * 1024
 const PROFILE = { chunkSize: CHUNK_SIZE, queue: HOLD_SIZE, rawDeflate: true }
 
-/** Problem bodies are small; a larger one is not read as one. */
-const MAX_PROBLEM_SIZE = 64 * 1024
+const MAX_PROBLEM_SIZE = 64 * 1024 // a larger body is not read as a problem
 const DIGEST_TYPE = 'https://iana.org/assignments/http-problem-types#digest-'
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>
@@ -60,10 +48,7 @@ const DECODE: Readonly<Record<string, Decode>> = {
   zstd: (zlib as unknown as Record<string, Decode>).zstdDecompressSync as Decode
 }
 
-/**
- * A 406 to a request with digest fields, or RFC 9457 problem details refusing them: a
- * draft-ietf-httpapi-digest-fields-problem-types type, or the plugin's FST_DIGEST_* `code`.
- */
+/** A 406 to a request with digest fields, or problem details (RFC 9457) of a digest-fields type or FST_DIGEST_* `code`. */
 function refusalOf (status: number, request: RequestFacts, body: Buffer | null, coding: string | null): DigestClientError | null {
   const { digestField, digestAlgorithm } = request
   if (status === 406 && digestField !== null) return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, digestAlgorithm)
@@ -140,15 +125,14 @@ export class ResponseCheck {
     const type = responseField(headers, 'content-type')
     if (status >= 400 && type?.trim().toLowerCase().startsWith('application/problem+json') === true) this.#problem = Buffer.alloc(0)
     if (status === 304) return
-    // Hashed as received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest without a
-    // coding; decoded: Repr-Digest's decoded reading, Unencoded-Digest. Trailers: every algorithm.
+    // Hashed as received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest without
+    // a coding; decoded: the other readings. Every algorithm for trailers.
     const coded = this.#coding !== null
     const onDecoded = coded && params.reprDigest === 'decoded'
     const decodes = coded && !this.empty
     const pick = (wanted: (a: DigestAlgorithm) => boolean): readonly DigestAlgorithm[] =>
       this.#trailerFields ? params.algorithms : params.algorithms.filter(wanted)
     const received = pick((a) => content?.has(a) === true || (!onDecoded && repr?.has(a) === true) || (!decodes && unencoded?.has(a) === true))
-    // (Where Unencoded-Digest is not checked, Repr-Digest is not either.)
     const decoded = decodes && ofRepr
       ? pick((a) => (params.reprDigest !== 'coded' && repr?.has(a) === true) || unencoded?.has(a) === true)
       : []
@@ -199,7 +183,7 @@ export class ResponseCheck {
       decoder.failure === 'too-large' ? `the decoded content exceeds maxDecodedSize (${this.#params.maxDecodedSize} bytes)` : null)))
   }
 
-  /** `decoded`: the decoded content's digests, when known; `undecoded`: why they are unknown although they exist, or null. */
+  /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
   #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): DigestClientError | null {
     let failure = this.#errors[0] ?? null
     if (this.#status === 304) return failure
@@ -224,7 +208,7 @@ export class ResponseCheck {
     return failure
   }
 
-  /** One field against the readings it may be of (see the head of this file). */
+  /** One field against the readings it may be of. */
   #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
     const enabled = this.#params.algorithms
     const isCoded = this.#coding !== null

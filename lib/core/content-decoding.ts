@@ -103,18 +103,13 @@ export class DecodingTap implements StreamTap {
     // pipe() carries data, backpressure and the end between decoders, not errors; `on`, as a
     // decoder may fail after the end.
     stages.forEach((stage, i) => {
-      stage.on('error', () => this.#stop('invalid'))
-      if (stage === last) return
       let bytes = 0
-      stage.on('data', (chunk: Buffer) => {
+      stage.on('error', () => this.#stop('invalid')).on('data', (chunk: Buffer) => {
         bytes += chunk.length
         if (bytes > limit) this.#stop('too-large')
+        else if (stage === last) this.#hasher.update(chunk)
       })
-      stage.pipe(stages[i + 1] as Transform)
-    })
-    last.on('data', (chunk: Buffer) => {
-      if (this.#hasher.bytes + chunk.length > limit) this.#stop('too-large')
-      else this.#hasher.update(chunk)
+      if (stage !== last) stage.pipe(stages[i + 1] as Transform)
     })
     // Held on the first decoder's queue only: a later full one pauses the pipe into it.
     stages[0].on('drain', () => this.#release())
