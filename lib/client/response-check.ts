@@ -1,9 +1,8 @@
 // One response's check: what to hash, from its head; the hashing as the body streams; the
 // verdict at its end, trailers included. The rules and their sources: docs/design.md, "The client".
-import * as zlib from 'node:zlib'
 import type { DigestAlgorithm, DigestClientError, DigestClientErrorCode } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
-import { DECODABLE_CODINGS, DecodingTap, MAX_CODINGS, contentCoding, createContentDecoders, decodingOrder, hasZlibHeader } from '../core/content-decoding'
+import { DECODABLE_CODINGS, DecodingTap, MAX_CODINGS, contentCoding, createContentDecoders, decodeWhole, decodingOrder } from '../core/content-decoding'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { clientErrors } from '../core/errors'
 import { parseDigestField } from '../core/fields'
@@ -38,16 +37,6 @@ function clientError (code: DigestClientErrorCode, field: string, algorithm: str
   return Object.assign(err, { field, algorithm }) as DigestClientError
 }
 
-type Decode = (data: Buffer, options: zlib.ZlibOptions) => Buffer
-const DECODE: Readonly<Record<string, Decode>> = {
-  gzip: zlib.gunzipSync,
-  'x-gzip': zlib.gunzipSync,
-  deflate: (data, options) => (hasZlibHeader(data) ? zlib.inflateSync : zlib.inflateRawSync)(data, options),
-  br: zlib.brotliDecompressSync,
-  // Only where node:zlib has zstd: decodingOrder() never gives it elsewhere.
-  zstd: (zlib as unknown as Record<string, Decode>).zstdDecompressSync as Decode
-}
-
 /** A 406 to a request with digest fields, or problem details (RFC 9457) of a digest-fields type or FST_DIGEST_* `code`. */
 function refusalOf (status: number, request: RequestFacts, body: Buffer | null, coding: string | null): DigestClientError | null {
   const { digestField, digestAlgorithm } = request
@@ -56,7 +45,7 @@ function refusalOf (status: number, request: RequestFacts, body: Buffer | null, 
   if (body === null || codings === null) return null
   let problem: Record<string, unknown>
   try {
-    problem = JSON.parse(codings.reduce((data, c) => (DECODE[c] as Decode)(data, { maxOutputLength: MAX_PROBLEM_SIZE }), body).toString())
+    problem = JSON.parse(decodeWhole(codings, body, MAX_PROBLEM_SIZE).toString())
   } catch {
     return null
   }

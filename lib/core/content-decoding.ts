@@ -9,10 +9,11 @@ import { MultiDigester, type DigestResults, type StreamTap } from './digest-stre
 /** How a stack is built: zlib's chunk size, the first decoder's queue, and `deflate` raw too. */
 export interface DecoderProfile { readonly chunkSize?: number, readonly queue?: number, readonly rawDeflate?: boolean }
 type Factory = (options: { chunkSize?: number, writableHighWaterMark?: number }) => Transform
+type Decode = (data: Buffer, options: zlib.ZlibOptions) => Buffer
 
 // "deflate" is zlib data (RFC 9110 §8.4.1.2), yet fetch reads raw deflate too (undici
 // lib/web/fetch/util.js): a zlib header has method 8 in its first octet (RFC 1950 §2.2).
-export const hasZlibHeader = (data: Uint8Array): boolean => ((data[0] as number) & 0x0f) === 0x08
+const hasZlibHeader = (data: Uint8Array): boolean => ((data[0] as number) & 0x0f) === 0x08
 
 const eitherDeflate: Factory = ({ chunkSize, writableHighWaterMark }) => {
   let inner: Transform | null = null
@@ -34,11 +35,16 @@ const eitherDeflate: Factory = ({ chunkSize, writableHighWaterMark }) => {
   })
 }
 
-// zstd (RFC 8878) where node:zlib has it (Node.js 22.15 and 23.8 on).
-const zstd = (zlib as unknown as { createZstdDecompress?: Factory }).createZstdDecompress
-const DECODERS: ReadonlyMap<string, Factory> = new Map<string, Factory>([
-  ['gzip', zlib.createGunzip], ['x-gzip', zlib.createGunzip], ['deflate', zlib.createInflate], ['br', zlib.createBrotliDecompress],
-  ...([['zstd', zstd]] as const).filter((entry): entry is ['zstd', Factory] => entry[1] !== undefined)
+const inflateEither: Decode = (data, options) => (hasZlibHeader(data) ? zlib.inflateSync : zlib.inflateRawSync)(data, options)
+
+// Each coding's stream decoder and whole-body one (the latter reads raw deflate too). zstd
+// (RFC 8878) where node:zlib has it (Node.js 22.15 and 23.8 on).
+const zstd = zlib as unknown as { createZstdDecompress?: Factory, zstdDecompressSync: Decode }
+const DECODERS: ReadonlyMap<string, readonly [Factory, Decode]> = new Map<string, readonly [Factory, Decode]>([
+  ['gzip', [zlib.createGunzip, zlib.gunzipSync]], ['x-gzip', [zlib.createGunzip, zlib.gunzipSync]],
+  ['deflate', [zlib.createInflate, inflateEither]], ['br', [zlib.createBrotliDecompress, zlib.brotliDecompressSync]],
+  ...([['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]]] as const)
+    .filter((entry): entry is ['zstd', [Factory, Decode]] => entry[1][0] !== undefined)
 ])
 
 /** The content codings decoded on the side (RFC 9110 §8.4.1). */
@@ -68,9 +74,14 @@ export function createContentDecoders (coding: string, { chunkSize, queue, rawDe
   const order = decodingOrder(coding)
   if (order === null) return null
   return order.map((name, i) => {
-    const create = name === 'deflate' && rawDeflate === true ? eitherDeflate : DECODERS.get(name) as Factory
+    const create = name === 'deflate' && rawDeflate === true ? eitherDeflate : (DECODERS.get(name) as [Factory, Decode])[0]
     return create(i === 0 ? { chunkSize, writableHighWaterMark: queue } : { chunkSize })
   }) as unknown as DecoderStages
+}
+
+/** A whole body of decodingOrder()'s codings decoded, each step capped at `max` bytes; throws on bad data. */
+export function decodeWhole (codings: readonly string[], data: Buffer, max: number): Buffer {
+  return codings.reduce((out, c) => (DECODERS.get(c) as [Factory, Decode])[1](out, { maxOutputLength: max }), data)
 }
 
 export type DecodeFailure = 'invalid' | 'too-large'
