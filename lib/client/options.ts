@@ -5,9 +5,6 @@ import { serializeWantField } from '../core/fields'
 import { nearestKey } from '../core/nearest-key'
 import { checkAlgorithms, describe } from '../core/option-checks'
 
-/** The readings a coded Repr-Digest may match: coded bytes (RFC 9530 §3), decoded ones, or either. */
-export type ReprReading = 'either' | 'decoded' | 'coded'
-
 /** The options, checked; want*: the Want-Content-Digest / -Repr- / -Unencoded- values to send, or null. */
 export type ClientParams = ReturnType<typeof normalizeClientOptions>
 
@@ -68,9 +65,9 @@ export function normalizeClientOptions (opts: DigestInterceptorOptions = {}) {
   if (strict && reprDigest !== 'coded') {
     throw fail('reprDigest', `strict: true reads a coded Repr-Digest over the coded bytes only, got ${describe(reprDigest)}`)
   }
-  if (typeof maxDecodedSize !== 'number' || !Number.isSafeInteger(maxDecodedSize) || maxDecodedSize < 0) {
+  if (!Number.isSafeInteger(maxDecodedSize) || maxDecodedSize < 0) {
     throw fail('maxDecodedSize', `expected a non-negative integer number of bytes, got ${describe(maxDecodedSize)}`)
   }
   const [wantContent, wantRepr, wantUnencoded] = checkWant(opts.want, algorithms) as [string | null, string | null, string | null]
-  return Object.freeze({ algorithms, verify, strict, reprDigest: reprDigest as ReprReading, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
+  return Object.freeze({ algorithms, verify, strict, reprDigest, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
 }
