@@ -62,11 +62,8 @@ function checksumOctets ({ length: width, checksum }: Entry, state: number, leng
   return out
 }
 
-/**
- * A whole payload's digest; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. crypto.hash()
- * (Node.js 20.12 on) skips the Hash object; its latin1 output, one code unit per octet, is
- * cheaper than its 'buffer' output (docs/benchmarks.md).
- */
+// A whole payload's digest; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. crypto.hash() (Node.js
+// 20.12 on) skips the Hash object; its latin1 output is cheaper than 'buffer' (docs/benchmarks.md).
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   const entry = lookup(algorithm)
   const { hash: name, checksum } = entry

@@ -3,11 +3,8 @@
 
 type SliceTables = [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]
 
-/**
- * Slice-by-8 tables of a CRC-32, reflected (LSB-first) or not: slice s maps a byte to its
- * contribution after s more zero bytes, so the main loop folds eight bytes per step with
- * independent lookups. Int32Array: V8 keeps int32 values unboxed; XOR needs only the bits.
- */
+// Slice-by-8 tables of a CRC-32, reflected (LSB-first) or not: slice s maps a byte to its
+// contribution after s more zero bytes. Int32Array: V8 keeps int32 values unboxed.
 function sliceTables (poly: number, reflected: boolean): SliceTables {
   const table = new Int32Array(8 * 256)
   for (let n = 0; n < 256; n++) {
@@ -63,10 +60,8 @@ export function cksumUpdate (data: Uint8Array, register = 0): number {
   return crc >>> 0
 }
 
-/**
- * POSIX cksum's end: the length in octets through the CRC, least significant octet first and
- * only as many as it needs, then complemented. It may exceed 2^32: split by division.
- */
+// POSIX cksum's end: the length in octets through the CRC, least significant octet first and
+// only as many as it needs, then complemented. It may exceed 2^32: split by division.
 export function cksumFinish (register: number, length: number): number {
   let crc = register
   for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) {

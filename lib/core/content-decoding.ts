@@ -1,6 +1,5 @@
-// Content codings decoded on the side with node:zlib, for hashing only: the
-// digests of the decoded content (a request's or a response's default-mode
-// Repr-Digest, an Unencoded-Digest); the reader still gets the bytes as sent.
+// Content codings decoded on the side with node:zlib, for the digests of the decoded content
+// (a default-mode Repr-Digest, an Unencoded-Digest); the reader still gets the bytes as sent.
 import * as zlib from 'node:zlib'
 import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
@@ -86,14 +85,9 @@ export function decodeWhole (codings: readonly string[], data: Buffer, max: numb
 
 export type DecodeFailure = 'invalid' | 'too-large'
 
-/**
- * Decodes and hashes the decoded bytes. It stops with 'too-large' as soon as
- * they, or the output of any decoder of a stack, exceed `limit` (a bomb costs
- * at most `limit` bytes per decoder), and with 'invalid' on data that does not
- * decode. Once stopped it drops what it is given and answers waiting callbacks
- * at once. Writes are gathered up to `batch` bytes: node:zlib makes a
- * thread-pool round trip per write.
- */
+// Decodes and hashes the decoded bytes; stops with 'too-large' once the output of any decoder
+// exceeds `limit`, with 'invalid' on data that does not decode, and then drops what it is given
+// and answers waiting callbacks. Writes are gathered up to `batch` bytes (a thread-pool round trip each).
 export class DecodingTap implements StreamTap {
   readonly #stages: DecoderStages
   readonly #hasher: MultiDigester

@@ -58,11 +58,8 @@ export class DigestTransform extends Transform {
 
 const NO_DIGEST = Buffer.alloc(0)
 
-/**
- * A pass-through checking bytes against digests taken before (a file's): the last chunk is
- * held back until every digest in `expected` (filled in before the end) matches; on a
- * mismatch it fails with `mismatch()`'s error, so the receiver never gets a complete body.
- */
+// A pass-through checking bytes against digests taken before (a file's): the last chunk is held
+// back until every digest in `expected` matches, else it fails with `mismatch()`'s error.
 export class CheckedStream extends Transform {
   readonly #hasher: MultiDigester
   readonly #mismatch: (algorithm: DigestAlgorithm) => Error
@@ -124,10 +121,8 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
   }
 }
 
-/**
- * A second consumer of a hashing stream's bytes (a side decoder): `write` calls `next` when it
- * takes more, `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
- */
+// A second consumer of a hashing stream's bytes (a side decoder): `write` calls `next` when it
+// takes more, `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
 export interface StreamTap {
   write (chunk: Buffer, next: () => void): void
   end (done: () => void): void
