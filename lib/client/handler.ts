@@ -2,7 +2,7 @@
 // to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
 import type { DigestClientError } from '../../types/client'
-import type { ClientParams } from './options'
+import type { ClientParams } from './interceptor'
 import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './response-check'
 
 type Controller = Dispatcher.DispatchController & { rawHeaders?: unknown, rawTrailers?: unknown }

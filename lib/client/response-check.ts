@@ -7,7 +7,7 @@ import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { clientErrors } from '../core/errors'
 import { parseDigestField } from '../core/fields'
 import { usableAlgorithms, verifyDigests } from '../core/compare'
-import type { ClientParams } from './options'
+import type { ClientParams } from './interceptor'
 
 // node:zlib makes a thread-pool round trip per write and output chunk. The response is held
 // once the first decoder queued HOLD_SIZE, until its 'drain': undici 7.30.2's resume() reads
