@@ -106,8 +106,8 @@ export class ResponseCheck {
     const ofRepr = !head && ![204, 206, 304].includes(status)
     this.#fields = FIELDS.filter((f) => f === 'Content-Digest' || (ofRepr && (f === 'Unencoded-Digest' || status !== 406)))
     this.#coding = contentCoding(responseField(headers, 'content-encoding'))
-    const got = this.#read(headers)
-    const [content, repr, unencoded] = FIELDS.map((f) => got.get(f))
+    this.#read(headers)
+    const [content, repr, unencoded] = FIELDS.map((f) => this.#received.find((r) => r.field === f)?.digests)
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
     this.#trailerFields = !this.empty && (/content-digest|repr-digest|unencoded-digest/.test((responseField(headers, 'trailer') ?? '').toLowerCase()) ||
       (request.trailers && !inHead))
@@ -133,19 +133,15 @@ export class ResponseCheck {
   }
 
   /** The digest fields checked, from the head or the trailers. */
-  #read (fields: ResponseHeaders): Map<DigestFieldName, DigestMap> {
-    const got = new Map<DigestFieldName, DigestMap>()
+  #read (fields: ResponseHeaders): void {
     for (const field of this.#fields) {
       try {
         const digests = parseDigestField(responseField(fields, field.toLowerCase()), field)
-        if (digests === null) continue
-        got.set(field, digests)
-        this.#received.push({ field, digests })
+        if (digests !== null) this.#received.push({ field, digests })
       } catch (err) {
         this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
       }
     }
-    return got
   }
 
   /** Whether a side decoder runs: the response may be held for it. */
