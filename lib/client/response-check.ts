@@ -95,7 +95,7 @@ export class ResponseCheck {
   #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
   /** Called when a held response may go on (the side decoder's queue drained, or it stopped). */
-  release: () => void = () => {}
+  release: (() => void) | null = null
 
   constructor (params: ClientParams, request: RequestFacts, status: number, headers: ResponseHeaders) {
     this.#params = params

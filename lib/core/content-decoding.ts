@@ -125,7 +125,7 @@ export class DecodingTap implements StreamTap {
   }
 
   /** True when it takes more now; else `next` is called once it does (or has stopped). */
-  push (chunk: Uint8Array, next: () => void): boolean {
+  push (chunk: Uint8Array, next: (() => void) | null): boolean {
     if (this.#stopped) return true
     this.#batch.push(chunk)
     this.#batched += chunk.byteLength
