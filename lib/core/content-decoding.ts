@@ -92,7 +92,7 @@ export class DecodingTap implements StreamTap {
   readonly #stages: DecoderStages
   readonly #hasher: MultiDigester
   readonly #batchSize: number
-  readonly #batch: Uint8Array[] = []
+  #batch: Uint8Array[] = []
   #batched = 0
   #pending: (() => void) | null = null
   #done: (() => void) | null = null
@@ -127,9 +127,12 @@ export class DecodingTap implements StreamTap {
   /** True when it takes more now; else `next` is called once it does (or has stopped). */
   push (chunk: Uint8Array, next: (() => void) | null): boolean {
     if (this.#stopped) return true
-    this.#batch.push(chunk)
     this.#batched += chunk.byteLength
-    if (this.#batched < this.#batchSize || this.#flush()) return true
+    if (this.#batched < this.#batchSize) {
+      this.#batch.push(chunk)
+      return true
+    }
+    if (this.#flush(chunk)) return true
     this.#pending = next
     return false
   }
@@ -138,17 +141,22 @@ export class DecodingTap implements StreamTap {
     if (this.push(chunk, next)) next()
   }
 
-  #flush (): boolean {
-    const batch = this.#batch.length === 1 ? this.#batch[0] as Uint8Array : Buffer.concat(this.#batch, this.#batched)
-    this.#batch.length = 0
+  /** Writes the batch and `last` as one buffer (`last` alone without a batch: no array touched). */
+  #flush (last: Uint8Array | null): boolean {
+    let data = last as Uint8Array
+    if (this.#batch.length > 0) {
+      if (last !== null) this.#batch.push(last)
+      data = Buffer.concat(this.#batch, this.#batched)
+      this.#batch = []
+    }
     this.#batched = 0
-    return this.#stages[0].write(batch)
+    return this.#stages[0].write(data)
   }
 
   end (done: () => void): void {
     if (this.#stopped) return done()
     this.#done = done
-    if (this.#batched > 0) this.#flush()
+    if (this.#batched > 0) this.#flush(null)
     this.#stages[0].end()
   }
 
