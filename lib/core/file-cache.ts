@@ -3,7 +3,7 @@
 // kept under the file's identity (path, size, mtime, ctime, inode), which a
 // write always changes (the ctime never goes back). No fastify.
 import { constants, type Stats } from 'node:fs'
-import { open, type FileHandle } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults } from './digest-stream'
 
@@ -29,32 +29,30 @@ export function sameFile (a: FileStat, b: FileStat): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.dev === b.dev
 }
 
-async function readDigests (
-  handle: FileHandle, file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null
-): Promise<DigestResults | null> {
-  let position = range === null ? 0 : range.start
-  const end = range === null ? file.stat.size : range.end + 1
-  const hasher = new MultiDigester(algorithms)
-  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(READ_SIZE, end - position)))
-  while (position < end) {
-    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position), position)
-    if (bytesRead === 0) return null // shorter than its stat said
-    hasher.update(buffer.subarray(0, bytesRead))
-    position += bytesRead
-  }
-  // The descriptor's stat once read: another version, or a write while reading, changed it.
-  return sameFile(await handle.stat(), file.stat) ? hasher.digest() : null
-}
-
 /** The digests of a file or its inclusive `range`; null when unreadable or not the version `file.stat` describes. */
 export async function hashFile (
   file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
 ): Promise<DigestResults | null> {
   const handle = await open(file.path, 'r').catch(() => null)
   if (handle === null) return null
-  const digests = await readDigests(handle, file, algorithms, range).catch(() => null)
-  await handle.close()
-  return digests
+  let position = range === null ? 0 : range.start
+  const end = range === null ? file.stat.size : range.end + 1
+  const hasher = new MultiDigester(algorithms)
+  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(READ_SIZE, end - position)))
+  try {
+    while (position < end) {
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position), position)
+      if (bytesRead === 0) return null // shorter than its stat said
+      hasher.update(buffer.subarray(0, bytesRead))
+      position += bytesRead
+    }
+    // The descriptor's stat once read: another version, or a write while reading, changed it.
+    return sameFile(await handle.stat(), file.stat) ? hasher.digest() : null
+  } catch {
+    return null
+  } finally {
+    await handle.close()
+  }
 }
 
 /** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
@@ -159,7 +157,9 @@ export class FileDigestCache {
     const cached = entry?.key === key ? entry.digests : undefined
     if (cached !== undefined) touch(this.#entries, file.path, entry, this.#max)
     const pending = this.#pending.get(key)
-    return algorithms.map((a) => cached?.get(a) ?? pending?.get(a))
+    const found: Array<Buffer | Pass | undefined> = []
+    for (const a of algorithms) found.push(cached?.get(a) ?? pending?.get(a))
+    return found
   }
 
   /** `run` now, or, in the background, when a slot is free; null when too many wait already. */
@@ -212,22 +212,25 @@ export class FileDigestCache {
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
     const key = identityKey(file)
     let found = this.#lookup(file, key, algorithms)
-    let missing = missingOf(algorithms, found)
-    if (this.#options.sidecars === true && missing.length > 0 && !this.#wrong.has(key)) {
-      const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
-      // Only when all are still missing (concurrent requests read the same sidecars).
-      const still = missingOf(missing, this.#lookup(file, key, missing)).length === missing.length
-      if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
-      missing = missingOf(algorithms, this.#lookup(file, key, algorithms))
+    if (found.includes(undefined)) {
+      let missing = missingOf(algorithms, found)
+      if (this.#options.sidecars === true && !this.#wrong.has(key)) {
+        const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
+        // Only when all are still missing (concurrent requests read the same sidecars).
+        const still = missingOf(missing, this.#lookup(file, key, missing)).length === missing.length
+        if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
+        missing = missingOf(algorithms, this.#lookup(file, key, algorithms))
+      }
+      if (missing.length > 0) this.#pass(file, key, missing, this.#options.background === true, null)
+      found = this.#lookup(file, key, algorithms)
     }
-    if (missing.length > 0) this.#pass(file, key, missing, this.#options.background === true, null)
-    found = this.#lookup(file, key, algorithms)
     const out: DigestResults = new Map()
-    for (const [i, a] of algorithms.entries()) {
-      const value = found[i]
-      const digest = value instanceof Promise ? this.#options.background === true ? undefined : (await value)?.get(a) : value
-      if (digest === undefined) return null
-      out.set(a, digest)
+    for (let i = 0; i < algorithms.length; i++) {
+      const a = algorithms[i] as DigestAlgorithm
+      let value = found[i]
+      if (value instanceof Promise) value = this.#options.background === true ? undefined : (await value)?.get(a)
+      if (value === undefined) return null
+      out.set(a, value)
     }
     return out
   }
