@@ -113,18 +113,11 @@ function missingOf (algorithms: readonly DigestAlgorithm[], found: ReadonlyArray
   return algorithms.filter((_, i) => found[i] === undefined)
 }
 
-interface FileCacheOptions {
-  /** `fileHashing: 'background'`: answer without what is not known yet. */
-  readonly background?: boolean
-  readonly sidecars?: boolean
-  readonly wrongSidecar?: (path: string) => void
-}
+/** `background`: `fileHashing: 'background'`, answering without what is not known yet. */
+interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
 
-/**
- * Digests of whole files, least recently used out, one version per path,
- * at most `maxEntries` (0 keeps nothing; concurrent requests still share a
- * pass). Background passes: BACKGROUND_PASSES at once, at most `maxEntries` waiting.
- */
+// Digests of whole files, one version per path, at most `maxEntries`, least recently used out (0 keeps
+// nothing; concurrent requests still share a pass). At most `maxEntries` background passes wait.
 export class FileDigestCache {
   readonly #max: number
   readonly #options: FileCacheOptions
@@ -204,11 +197,8 @@ export class FileDigestCache {
     return pass
   }
 
-  /**
-   * This version's digests for `algorithms`: cached, from a pass under way,
-   * from sidecars (each checked by a background pass), else from one new
-   * pass. Null when the file is not that version, or (background) not known yet.
-   */
+  // This version's digests: cached, from a pass under way, from sidecars (checked by a background pass),
+  // else from a new pass. Null when the file is not that version, or (background) not known yet.
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
     const key = identityKey(file)
     let found = this.#lookup(file, key, algorithms)

@@ -12,7 +12,7 @@ const INTEGRITY_TAG = 'ed25519-integrity'
 export const SRI_ALGORITHMS: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 
 export interface HeldKey {
-  /** The base64 (with padding) of the raw 32-byte public key. */
+  /** The base64 of the raw 32-byte public key: padded when held, as the request wrote it in a signature. */
   readonly keyid: string
   readonly privateKey: KeyObject
 }
@@ -20,11 +20,8 @@ export interface HeldKey {
 /** Held keys by keyid without its base64 padding. */
 export type IntegrityKeys = ReadonlyMap<string, HeldKey>
 
-export interface IntegritySignature {
+export interface IntegritySignature extends HeldKey {
   readonly label: string
-  /** The keyid as the request wrote it (with or without padding), or the held key's. */
-  readonly keyid: string
-  readonly privateKey: KeyObject
 }
 
 export const NO_SIGNATURES: readonly IntegritySignature[] = Object.freeze([])
@@ -81,11 +78,8 @@ export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: re
 const MEMBER_START = '=("unencoded-digest";sf);keyid="'
 const MEMBER_END = `";tag="${INTEGRITY_TAG}"`
 
-/**
- * The signatures Accept-Signature asks for (RFC 9421 §5.1) that a held key
- * gives, members exactly `("unencoded-digest";sf);keyid=…;tag="ed25519-integrity"`;
- * each key once, under the first label. A field that does not parse asks for nothing (RFC 9651 §4.2).
- */
+// The members of Accept-Signature (RFC 9421 §5.1) exactly the profile's with a held key; each key once, under
+// the first label. A field that does not parse asks for nothing (RFC 9651 §4.2).
 export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
   // The one member a browser sends, read without the parser: a KEY without `"` or `\` makes it that member.

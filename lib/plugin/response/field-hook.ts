@@ -11,6 +11,8 @@ import { describe } from '../../core/option-checks'
 import type { Payload } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
+/** A digest trailer's callback (fastify's `done`). */
+type TrailerDone = (err: Error | null, value?: string) => void
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
@@ -75,15 +77,9 @@ export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, re
   })
 }
 
-/** A digest trailer's callback (fastify's `done`). */
-type TrailerDone = (err: Error | null, value?: string) => void
-
-/**
- * The trailer section: the digest trailers' callbacks, called together after
- * the content (lib/reply.js sendTrailer), wait for all values; the hook's
- * fields join them through the raw response's addTrailers, which fastify
- * calls once (docs/design.md, "What this plugin relies on").
- */
+// The trailer section: the digest trailers' callbacks (called together after the content, lib/reply.js
+// sendTrailer) wait for all values; the hook's fields join them through the raw response's addTrailers,
+// which fastify calls once (docs/design.md, "What this plugin relies on").
 export class TrailerHook {
   private declared = 0
   private readonly values: Array<[DigestField, string | null, TrailerDone]> = []

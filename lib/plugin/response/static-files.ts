@@ -86,13 +86,9 @@ export async function fileDigests (state: ResponseState, file: FileResponse): Pr
   const { fileIdentity, coded } = state.plan.mode
   const identity = fileIdentity.length === 0 ? file : await identityFile(file, state.reprEncoding)
   if (identity !== file && identity !== null) state.identityUncoded = true
-  if (identity === file) {
-    state.repr = await files.digests(file, union(fileIdentity, coded))
-    state.fileCoded = state.repr
-  } else {
-    state.fileCoded = await files.digests(file, coded)
-    state.repr = identity === null ? null : await files.digests(identity, fileIdentity)
-  }
+  state.fileCoded = await files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
+  if (identity === file) state.repr = state.fileCoded
+  else if (identity !== null) state.repr = await files.digests(identity, fileIdentity)
   if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) {
     state.omitted = 'file-not-hashed'
   }
@@ -112,7 +108,7 @@ export function checkedFileStream (reply: FastifyReply, state: ResponseState, fi
     reply.raw.destroy(err)
     return err
   })
-  if (range === null && state.fileCoded !== null) expect(check, state.fileCoded)
+  if (range === null && state.fileCoded !== null) for (const [a, v] of state.fileCoded) check.expected.set(a, v)
   pipeline(stream, check, () => {})
   state.fileStream = check
   return check
@@ -123,14 +119,10 @@ function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: Byte
   return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
 }
 
-/** What the stream must match at its end: the digests it is sent with. */
-function expect (stream: CheckedStream, digests: DigestResults): void {
-  for (const [a, v] of digests) stream.expected.set(a, v)
-}
-
 /** emitFields() for a file's stream, expecting `content`; the file released when the answer is a 406 instead. */
 function emitFileFields (reply: FastifyReply, stream: CheckedStream, state: ResponseState, content: DigestResults | null): Payload {
-  if (content !== null) expect(stream, content)
+  // What the stream must match at its end: the digests it is sent with.
+  if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
   const out = emitFields(reply, stream, state, content, state.repr)
   if (out !== stream) stream.destroy()
   return out
