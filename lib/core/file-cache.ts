@@ -65,20 +65,6 @@ const SIDECARS: ReadonlyMap<DigestAlgorithm, readonly [string, number]> = new Ma
 // coreutils; `*name` in binary mode), or `TAG (name) = hex` (BSD, OpenSSL).
 const SIDECAR_LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-f]+))\r?\n?$/i
 
-/** The text of `path`: a regular file of at most 1 KiB whose ctime is not older than `since`. */
-async function sidecarText (path: string, since: number): Promise<string | null> {
-  // Non-blocking: a FIFO in the sidecar's place must not hold a thread.
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
-  if (handle === null) return null
-  try {
-    const stat = await handle.stat()
-    if (!stat.isFile() || stat.size > 1024 || stat.ctimeMs < since) return null
-    return await handle.readFile('latin1')
-  } finally {
-    await handle.close()
-  }
-}
-
 /** The digests of the file at `path` (last changed at `ctimeMs`) that its sidecars give for every one of `algorithms`, else null. */
 export async function readSidecars (
   path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]
@@ -87,7 +73,18 @@ export async function readSidecars (
   for (const algorithm of algorithms) {
     const sidecar = SIDECARS.get(algorithm)
     if (sidecar === undefined) return null
-    const m = SIDECAR_LINE.exec(await sidecarText(path + sidecar[0], ctimeMs) ?? '')
+    // Non-blocking: a FIFO in the sidecar's place must not hold a thread.
+    const handle = await open(path + sidecar[0], constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
+    if (handle === null) return null
+    let text = ''
+    try {
+      const stat = await handle.stat()
+      // A regular file of at most 1 KiB, written after the file's last change.
+      if (stat.isFile() && stat.size <= 1024 && stat.ctimeMs >= ctimeMs) text = await handle.readFile('latin1')
+    } finally {
+      await handle.close()
+    }
+    const m = SIDECAR_LINE.exec(text)
     const hex = m?.[1] ?? m?.[2]
     if (hex?.length !== sidecar[1] * 2) return null
     out.set(algorithm, Buffer.from(hex, 'hex'))
@@ -116,11 +113,9 @@ function missingOf (algorithms: readonly DigestAlgorithm[], found: ReadonlyArray
 /** `background`: `fileHashing: 'background'`, answering without what is not known yet. */
 interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
 
-// Digests of whole files, one version per path, at most `maxEntries`, least recently used out (0 keeps
-// nothing; concurrent requests still share a pass). At most `maxEntries` background passes wait.
+// Digests of whole files, one version per path, at most `max`, least recently used out (0 keeps
+// nothing; concurrent requests still share a pass). At most `max` background passes wait.
 export class FileDigestCache {
-  readonly #max: number
-  readonly #options: FileCacheOptions
   readonly #entries = new Map<string, { readonly key: string, readonly digests: DigestResults }>()
   /** Passes under way, by identity key, then algorithm. */
   readonly #pending = new Map<string, Map<DigestAlgorithm, Pass>>()
@@ -129,26 +124,20 @@ export class FileDigestCache {
   #running = 0
   readonly #queue: Array<() => void> = []
 
-  constructor (maxEntries: number, options: FileCacheOptions = {}) {
-    this.#max = maxEntries
-    this.#options = options
-  }
+  constructor (private readonly max: number, private readonly options: FileCacheOptions = {}) {}
 
   #store (file: StaticFile, key: string, digests: DigestResults): void {
     const entry = this.#entries.get(file.path)
-    if (entry?.key !== key) {
-      touch(this.#entries, file.path, { key, digests: new Map(digests) }, this.#max)
-      return
-    }
-    for (const [a, v] of digests) entry.digests.set(a, v)
-    touch(this.#entries, file.path, entry, this.#max)
+    const kept = entry?.key === key ? entry : { key, digests: new Map<DigestAlgorithm, Buffer>() }
+    for (const [a, v] of digests) kept.digests.set(a, v)
+    touch(this.#entries, file.path, kept, this.max)
   }
 
   /** For each of `algorithms`: its cached digest, the pass under way that gives it, or undefined. */
   #lookup (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[]): Array<Buffer | Pass | undefined> {
     const entry = this.#entries.get(file.path)
     const cached = entry?.key === key ? entry.digests : undefined
-    if (cached !== undefined) touch(this.#entries, file.path, entry, this.#max)
+    if (cached !== undefined) touch(this.#entries, file.path, entry, this.max)
     const pending = this.#pending.get(key)
     const found: Array<Buffer | Pass | undefined> = []
     for (const a of algorithms) found.push(cached?.get(a) ?? pending?.get(a))
@@ -158,7 +147,7 @@ export class FileDigestCache {
   /** `run` now, or, in the background, when a slot is free; null when too many wait already. */
   #schedule (run: () => Pass, background: boolean): Pass | null {
     if (!background) return run()
-    if (this.#queue.length >= this.#max) return null
+    if (this.#queue.length >= this.max) return null
     return new Promise((resolve) => {
       const start = (): void => {
         this.#running++
@@ -187,8 +176,8 @@ export class FileDigestCache {
         return null
       }
       if (claimed !== null && algorithms.some((a) => !(claimed.get(a) as Buffer).equals(result.get(a) as Buffer))) {
-        touch(this.#wrong, key, true, this.#max)
-        this.#options.wrongSidecar?.(file.path)
+        touch(this.#wrong, key, true, this.max)
+        this.options.wrongSidecar?.(file.path)
       }
       this.#store(file, key, result)
       return result
@@ -204,21 +193,21 @@ export class FileDigestCache {
     let found = this.#lookup(file, key, algorithms)
     if (found.includes(undefined)) {
       let missing = missingOf(algorithms, found)
-      if (this.#options.sidecars === true && !this.#wrong.has(key)) {
+      if (this.options.sidecars === true && !this.#wrong.has(key)) {
         const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
         // Only when all are still missing (concurrent requests read the same sidecars).
         const still = missingOf(missing, this.#lookup(file, key, missing)).length === missing.length
         if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
         missing = missingOf(algorithms, this.#lookup(file, key, algorithms))
       }
-      if (missing.length > 0) this.#pass(file, key, missing, this.#options.background === true, null)
+      if (missing.length > 0) this.#pass(file, key, missing, this.options.background === true, null)
       found = this.#lookup(file, key, algorithms)
     }
     const out: DigestResults = new Map()
     for (let i = 0; i < algorithms.length; i++) {
       const a = algorithms[i] as DigestAlgorithm
       let value = found[i]
-      if (value instanceof Promise) value = this.#options.background === true ? undefined : (await value)?.get(a)
+      if (value instanceof Promise) value = this.options.background === true ? undefined : (await value)?.get(a)
       if (value === undefined) return null
       out.set(a, value)
     }

@@ -15,9 +15,7 @@ function toOctets (algorithm: DigestAlgorithm, value: unknown, length: number): 
     if (length > 4 || !Number.isInteger(value) || value < 0 || value >= 2 ** (8 * length)) {
       throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} cannot be the number ${value}`)
     }
-    const buf = Buffer.alloc(length)
-    buf.writeUIntBE(value, 0, length)
-    return buf
+    return Buffer.from(value.toString(16).padStart(2 * length, '0'), 'hex')
   }
   if (!(value instanceof Uint8Array)) throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} must be a Buffer of ${length} octets`)
   if (value.byteLength !== length) throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} must be ${length} octets, got ${value.byteLength}`)

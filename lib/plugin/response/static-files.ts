@@ -38,18 +38,6 @@ export function staticHeaders (reply: FastifyReply | ServerResponse | Http2Serve
   (reply as unknown as WithStaticFile)[kStaticFile] = { path, stat }
 }
 
-/** The stat of the descriptor a pending ReadStream opens ('open' event); null when it fails, or is already open. */
-function openedStat (stream: ReadStream): Promise<Stats | null> {
-  if (!stream.pending || stream.destroyed) return Promise.resolve(null)
-  return new Promise((resolve) => {
-    const done = (fd?: number): void => {
-      stream.off('open', done).off('close', done)
-      resolve(fd === undefined ? null : fstatSync(fd))
-    }
-    stream.once('open', done).once('close', done)
-  })
-}
-
 /** The recorded file, for a GET when @fastify/send's stream reads its path, whole (200) or its Content-Range (206). */
 export async function resolveFileResponse (request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<FileResponse | null> {
   const record = (reply as unknown as WithStaticFile)[kStaticFile] ?? (reply.raw as unknown as Partial<WithStaticFile>)[kStaticFile] ?? null
@@ -65,8 +53,16 @@ export async function resolveFileResponse (request: FastifyRequest, reply: Fasti
   } else if (Number(reply.getHeader('content-length')) !== record.stat.size) {
     return null
   }
-  // @fastify/send opens the path after its stat: another version read gets no digest of the recorded one.
-  const opened = await openedStat(payload)
+  // @fastify/send opens the path after its stat: the stat of the descriptor it opens ('open' event) must
+  // be the recorded one. Already open (which version it reads is unknown), or failing: stale.
+  const opened = await new Promise<Stats | null>((resolve) => {
+    if (!payload.pending || payload.destroyed) return resolve(null)
+    const done = (fd?: number): void => {
+      payload.off('open', done).off('close', done)
+      resolve(fd === undefined ? null : fstatSync(fd))
+    }
+    payload.once('open', done).once('close', done)
+  })
   return { ...record, stream: payload, range, stale: opened === null || !sameFile(opened, record.stat) }
 }
 
