@@ -1,7 +1,5 @@
-// Whole-file digests for HEAD and 206 (RFC 9530 §3, B.3; docs/design.md,
-// "Static files"): hashed once, never buffered, or read from sidecars, and
-// kept under the file's identity (path, size, mtime, ctime, inode), which a
-// write always changes (the ctime never goes back). No fastify.
+// Whole-file digests for HEAD and 206 (RFC 9530 B.3; docs/design.md, "Static files"): hashed once, or
+// read from sidecars, kept under the file's identity, which every write changes (the ctime never goes back).
 import { constants, type Stats } from 'node:fs'
 import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
@@ -22,7 +20,6 @@ export interface ByteRange {
 }
 
 const READ_SIZE = 256 * 1024
-/** Background passes that run at once; the others wait for one to end. */
 const BACKGROUND_PASSES = 2
 
 export function sameFile (a: FileStat, b: FileStat): boolean {
@@ -114,7 +111,7 @@ function missingOf (algorithms: readonly DigestAlgorithm[], found: ReadonlyArray
 interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
 
 // Digests of whole files, one version per path, at most `max`, least recently used out (0 keeps
-// nothing; concurrent requests still share a pass). At most `max` background passes wait.
+// nothing; concurrent requests still share a pass). BACKGROUND_PASSES run at once, at most `max` wait.
 export class FileDigestCache {
   readonly #entries = new Map<string, { readonly key: string, readonly digests: DigestResults }>()
   /** Passes under way, by identity key, then algorithm. */
@@ -196,7 +193,7 @@ export class FileDigestCache {
       if (this.options.sidecars === true && !this.#wrong.has(key)) {
         const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
         // Only when all are still missing (concurrent requests read the same sidecars).
-        const still = missingOf(missing, this.#lookup(file, key, missing)).length === missing.length
+        const still = this.#lookup(file, key, missing).every((v) => v === undefined)
         if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
         missing = missingOf(algorithms, this.#lookup(file, key, algorithms))
       }

@@ -1,7 +1,5 @@
-// Signature-based SRI: the profile of WICG signature-based-sri (index.bs,
-// "The SRI HTTP Message Signature Profile"), nothing more of RFC 9421: an
-// Ed25519 signature over `"unencoded-digest";sf` with `keyid` then `tag`, no
-// `alg` (§7.3.6), no `created`/`expires` (docs/design.md). No fastify.
+// Signature-based SRI (WICG signature-based-sri, "The SRI HTTP Message Signature Profile"), nothing more of
+// RFC 9421: Ed25519 over `"unencoded-digest";sf`, `keyid` then `tag`, no `alg` (§7.3.6), no `created`/`expires`.
 import { createPrivateKey, createPublicKey, KeyObject, sign } from 'node:crypto'
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm } from '../../types/index'
@@ -75,22 +73,20 @@ export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: re
   return kept.length > 0 ? kept : enabled.filter((a) => SRI_ALGORITHMS.includes(a)).slice(0, 1)
 }
 
-const MEMBER_START = '=("unencoded-digest";sf);keyid="'
 const MEMBER_END = `";tag="${INTEGRITY_TAG}"`
+/** The one member a browser sends: `LABEL=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`. */
+const BROWSER_MEMBER = /^([a-z*][a-z0-9_\-.*]*)=\("unencoded-digest";sf\);keyid="([^"\\]*)";tag="ed25519-integrity"$/
 
 // The members of Accept-Signature (RFC 9421 §5.1) exactly the profile's with a held key; each key once, under
 // the first label. A field that does not parse asks for nothing (RFC 9651 §4.2).
 export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
-  // The one member a browser sends, read without the parser: a KEY without `"` or `\` makes it that member.
-  const eq = typeof value === 'string' ? value.indexOf('=') : -1
-  if (typeof value === 'string' && eq > 0 && value.startsWith(MEMBER_START, eq) && value.endsWith(MEMBER_END)) {
-    const keyid = value.slice(eq + MEMBER_START.length, value.length - MEMBER_END.length)
-    const label = value.slice(0, eq)
-    if (!keyid.includes('"') && !keyid.includes('\\') && validLabel(label)) {
-      const held = findKey(keys, keyid)
-      return held === undefined ? NO_SIGNATURES : [{ label, keyid, privateKey: held.privateKey }]
-    }
+  // The browser's member read without the parser.
+  const browser = typeof value === 'string' ? BROWSER_MEMBER.exec(value) : null
+  if (browser !== null) {
+    const [, label, keyid] = browser as unknown as [string, string, string]
+    const held = findKey(keys, keyid)
+    return held === undefined ? NO_SIGNATURES : [{ label, keyid, privateKey: held.privateKey }]
   }
   let dictionary: ReturnType<typeof parseDictionary>
   try {
@@ -119,10 +115,9 @@ export function signaturesFor (requested: readonly IntegritySignature[], unsolic
   return [...requested, unsolicited]
 }
 
-/** How many signatures `signed` keeps (the oldest out first). */
+// Ed25519 is deterministic (RFC 8032 §5.1.6): signatures kept by Unencoded-Digest value, with the key and
+// parameters, SIGNATURE_CACHE_SIZE of them, the oldest out first.
 export const SIGNATURE_CACHE_SIZE = 1024
-
-// Ed25519 is deterministic (RFC 8032 §5.1.6): kept by Unencoded-Digest value, with the key and parameters.
 const cache = new Map<string, { readonly privateKey: KeyObject, readonly params: string, readonly value: string }>()
 
 /** The base64 Ed25519 signature by `privateKey` of the signature base of `unencoded` and `params`. */

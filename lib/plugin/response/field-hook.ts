@@ -1,7 +1,5 @@
-// The onDigestFields hook (docs/design.md, "Signing responses"): called once
-// the digest fields are final, its fields added in the same section. Its
-// failure is the reply's error on the headers (fastify lib/reply.js
-// wrapOnSendEnd → onErrorHook), and cuts the response off on the trailers.
+// The onDigestFields hook (docs/design.md, "Signing responses"), its fields added in the digests' section. Its
+// failure is the reply's error (fastify lib/reply.js wrapOnSendEnd → onErrorHook), or cuts the trailers off.
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'

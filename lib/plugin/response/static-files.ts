@@ -85,9 +85,8 @@ export async function fileDigests (state: ResponseState, file: FileResponse): Pr
   state.fileCoded = await files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
   if (identity === file) state.repr = state.fileCoded
   else if (identity !== null) state.repr = await files.digests(identity, fileIdentity)
-  if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) {
-    state.omitted = 'file-not-hashed'
-  }
+  // Being hashed in the background: left out for now.
+  if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) state.omitted = 'file-not-hashed'
 }
 
 /** A GET's file stream, checked at its end against the digests taken before sending; a mismatch cuts the response off. */
@@ -130,7 +129,6 @@ export async function fileContent (
 ): Promise<Payload | null> {
   const { plan, params } = state
   const stream = state.fileStream as CheckedStream
-  const range = file.range
   if (plan.reprFrom !== 'content') {
     // The 406 rule decided before anything is sent: the content digest can still go as a trailer.
     const refused = decidePrecondition(reply, state, reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.reprNeeded))
@@ -141,16 +139,15 @@ export async function fileContent (
     }
   }
   if (payload !== stream) return null
-  if (range === null) {
+  if (file.range === null) {
     if (file.stale) return null
-    const needed = plan.contentHashed
     const known = state.fileCoded
-    const content = known !== null && needed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, needed)
+    const content = known !== null && plan.contentHashed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, plan.contentHashed)
     return content === null ? null : emitFileFields(reply, stream, state, content)
   }
   if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)
-  if (!partReadFromFile(plan, params, range)) return null
-  const content = await hashFile(file, plan.content, range)
+  if (!partReadFromFile(plan, params, file.range)) return null
+  const content = await hashFile(file, plan.content, file.range)
   if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
   return emitFileFields(reply, stream, state, content)
 }
