@@ -89,11 +89,6 @@ export async function readSidecars (
   return out
 }
 
-function identityKey (file: StaticFile): string {
-  const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
-  return `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
-}
-
 /** Set `key` as the most recently used entry of `map`, evicting the least recently used beyond `max`. */
 function touch<V> (map: Map<string, V>, key: string, value: V, max: number): void {
   map.delete(key)
@@ -186,7 +181,8 @@ export class FileDigestCache {
   // This version's digests: cached, from a pass under way, from sidecars (checked by a background pass),
   // else from a new pass. Null when the file is not that version, or (background) not known yet.
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
-    const key = identityKey(file)
+    const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
+    const key = `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
     let found = this.#lookup(file, key, algorithms)
     if (found.includes(undefined)) {
       let missing = missingOf(algorithms, found)

@@ -12,9 +12,8 @@ interface WithDeclared { [kDeclared]: DeclaredMap | null, [kDeclaredUnencoded]: 
 function toOctets (algorithm: DigestAlgorithm, value: unknown, length: number): Buffer {
   if (typeof value === 'number') {
     // unixsum and unixcksum may be given as their numeric value (RFC 9530 Appendix D).
-    if (length > 4 || !Number.isInteger(value) || value < 0 || value >= 2 ** (8 * length)) {
-      throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} cannot be the number ${value}`)
-    }
+    const fits = length <= 4 && Number.isInteger(value) && value >= 0 && value < 2 ** (8 * length)
+    if (!fits) throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} cannot be the number ${value}`)
     return Buffer.from(value.toString(16).padStart(2 * length, '0'), 'hex')
   }
   if (!(value instanceof Uint8Array)) throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} must be a Buffer of ${length} octets`)

@@ -93,11 +93,9 @@ export class TrailerHook {
     this.values.push([name, value, done])
     if (this.values.length < this.declared) return
     const { reply, values } = this
+    // A trailer whose callback fails is left out (lib/reply.js sendTrailer).
     const send = (): void => {
-      for (const [name, value, done] of values) {
-        if (value === null) done(new Error(`no ${name} value`))
-        else done(null, value)
-      }
+      for (const [name, value, done] of values) done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
     }
     if (values.every(([, value]) => value === null)) return send()
     const fields: Fields = {}
