@@ -27,9 +27,7 @@ export function sameFile (a: FileStat, b: FileStat): boolean {
 }
 
 /** The digests of a file or its inclusive `range`; null when unreadable or not the version `file.stat` describes. */
-export async function hashFile (
-  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
-): Promise<DigestResults | null> {
+export async function hashFile (file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null): Promise<DigestResults | null> {
   const handle = await open(file.path, 'r').catch(() => null)
   if (handle === null) return null
   let position = range === null ? 0 : range.start
@@ -63,9 +61,7 @@ const SIDECARS: ReadonlyMap<DigestAlgorithm, readonly [string, number]> = new Ma
 const SIDECAR_LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-f]+))\r?\n?$/i
 
 /** The digests of the file at `path` (last changed at `ctimeMs`) that its sidecars give for every one of `algorithms`, else null. */
-export async function readSidecars (
-  path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]
-): Promise<DigestResults | null> {
+export async function readSidecars (path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
   const out: DigestResults = new Map()
   for (const algorithm of algorithms) {
     const sidecar = SIDECARS.get(algorithm)

@@ -81,7 +81,6 @@ const BROWSER_MEMBER = /^([a-z*][a-z0-9_\-.*]*)=\("unencoded-digest";sf\);keyid=
 // the first label. A field that does not parse asks for nothing (RFC 9651 §4.2).
 export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
-  // The browser's member read without the parser.
   const browser = typeof value === 'string' ? BROWSER_MEMBER.exec(value) : null
   if (browser !== null) {
     const [, label, keyid] = browser as unknown as [string, string, string]

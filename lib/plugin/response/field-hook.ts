@@ -9,7 +9,6 @@ import { describe } from '../../core/option-checks'
 import type { Payload } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
-/** A digest trailer's callback (fastify's `done`). */
 type TrailerDone = (err: Error | null, value?: string) => void
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>

@@ -1,6 +1,5 @@
-// Files served by @fastify/static (docs/design.md, "Static files"): the file
-// `staticHeaders` (its `setHeaders`) recorded, its whole-file digests taken
-// before sending, and what a GET streams checked against them.
+// Files served by @fastify/static (docs/design.md, "Static files"): the file `staticHeaders` recorded, its
+// whole-file digests taken before sending, and what a GET streams checked against them.
 import { ReadStream, fstatSync, type Stats } from 'node:fs'
 import { stat as statPath } from 'node:fs/promises'
 import type { ServerResponse } from 'node:http'
@@ -18,7 +17,6 @@ import type { Payload, ResponseState } from './reply-state'
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
 export const kStaticFile = Symbol('fastify-digest-fields.staticFile')
 
-/** A response of @fastify/static recognized as a file. */
 export interface FileResponse extends StaticFile {
   /** @fastify/send's stream of the file (GET); null for a HEAD. */
   readonly stream: ReadStream | null
