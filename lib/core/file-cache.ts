@@ -42,12 +42,13 @@ export async function hashFile (file: StaticFile, algorithms: readonly DigestAlg
       position += bytesRead
     }
     // The descriptor's stat once read: another version, or a write while reading, changed it.
-    return sameFile(await handle.stat(), file.stat) ? hasher.digest() : null
+    if (sameFile(await handle.stat(), file.stat)) return hasher.digest()
   } catch {
-    return null
+    // Unreadable (a directory, an I/O error): no digest.
   } finally {
     await handle.close()
   }
+  return null
 }
 
 /** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
