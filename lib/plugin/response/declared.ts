@@ -1,5 +1,5 @@
-// reply.setReprDigest() and reply.setUnencodedDigest(): digests a route
-// already knows, used instead of hashing (docs/design.md, "HEAD and 206").
+// reply.setReprDigest() and reply.setUnencodedDigest(): digests a route already knows, used instead of
+// hashing (docs/design.md: "Declared digests" under "Unencoded-Digest", "HEAD and 206").
 import type { FastifyReply } from 'fastify'
 import type { DeclaredDigests, DigestAlgorithm } from '../../../types/index'
 import { ALGORITHMS } from '../../core/algorithms'

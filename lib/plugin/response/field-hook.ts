@@ -49,10 +49,10 @@ function run (
   then: (added: Added) => void, fail: (err: Error) => void
 ): void {
   const failed = (err: unknown): void => fail(new FST_DIGEST_FIELD_HOOK_FAILED(err instanceof Error ? err.message : describe(err), { cause: err }))
-  let added: Added | PromiseLike<Added>
+  let added: Added | Promise<Added>
   try {
     const result = hook(request, reply, Object.freeze(fields) as DigestFieldValues)
-    added = typeof (result as PromiseLike<unknown> | null)?.then === 'function' ? (result as PromiseLike<AddedFields>).then(addedFields) : addedFields(result as AddedFields)
+    added = typeof (result as PromiseLike<unknown> | null)?.then === 'function' ? Promise.resolve(result).then(addedFields) : addedFields(result as AddedFields)
   } catch (err) {
     failed(err)
     return
