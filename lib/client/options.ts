@@ -3,8 +3,7 @@
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
 import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
 import { serializeWantField } from '../core/fields'
-import { nearestKey } from '../core/nearest-key'
-import { checkAlgorithms, describe } from '../core/option-checks'
+import { checkAlgorithms, describe, nearestKey } from '../core/option-checks'
 
 /** The readings a coded Repr-Digest may match: coded bytes (RFC 9530 §3), decoded ones, or either. */
 export type ReprReading = 'either' | 'decoded' | 'coded'
