@@ -1,8 +1,6 @@
-// fastify-digest-fields: HTTP Digest Fields (RFC 9530) for Fastify.
-// The entry wires the pieces: options validated once, decorators, an onRoute
-// hook that reads the `digest` route option and attaches the route-level
-// hooks of the response and request concerns. Like @fastify/compress, it
-// reaches only the routes declared after it is loaded (docs/design.md, "Registration order").
+// fastify-digest-fields: HTTP Digest Fields (RFC 9530) for Fastify. Options, decorators, and one
+// onRoute hook placing the response and request hooks on the routes declared after it
+// (docs/design.md, "Registration order").
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
@@ -20,9 +18,7 @@ import { verifyDigests } from './core/compare'
 import { staticHeaders } from './plugin/response/static-files'
 
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
-  // avvio does not catch what a callback plugin throws (avvio 9.3.1
-  // lib/plugin.js:138 calls it bare): an error thrown here would be uncaught
-  // instead of failing register().
+  // avvio 9.3.1 lib/plugin.js:138 calls a callback plugin bare: a throw would be uncaught.
   try {
     install(fastify as FastifyInstance, opts)
   } catch (err) {
@@ -33,8 +29,7 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
 }
 
 function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): void {
-  // Registered again in this scope or a child one: the decorators are there
-  // (a child inherits them). Sibling scopes each have their own.
+  // Registered again in this scope or a child one, which inherits the decorators.
   if (fastify.hasReplyDecorator(kDeclared)) throw new FST_DIGEST_ALREADY_REGISTERED()
   const params = normalizeOptions(opts)
 
@@ -43,8 +38,7 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
   fastify.decorateReply('setReprDigest', setReprDigest)
   fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
 
-  // In this order on each route: the response stages, then the request
-  // verifier's hooks (lib/plugin/route-hooks.ts says where each goes).
+  // In this order on each route: the response stages, then the request verifier's hooks.
   const installers: Array<RouteHookInstaller<DigestParams>> = [
     installResponseDigests(fastify, params),
     installRequestVerification(fastify)
@@ -55,15 +49,12 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
     const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
     if (routeParams === null) return
     routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
-    placeHooks(routeOptions, [...installers.map((installer) => installer.onRoute(routeOptions, routeParams))])
+    placeHooks(routeOptions, installers.map((installer) => installer.onRoute(routeOptions, routeParams)))
   })
 }
 
-// fastify 5.12.8 is the first to write a piped stream's trailers: before it,
-// lib/reply.js piped the payload with `end: true` and wrote the trailers on
-// 'end', after the response had ended, so they were lost (5.12.8:
-// lib/reply.js:860 and :897 end the response itself, after sendTrailer).
-// test/plugin/fastify-floor.test.ts shows it on 5.12.7.
+// fastify 5.12.8 is the first to write a piped stream's trailers (lib/reply.js:860 and :897 end
+// the response after sendTrailer); test/plugin/fastify-floor.test.ts shows them lost on 5.12.7.
 const plugin = fp(fastifyDigestFields, { fastify: '^5.12.8', name: 'fastify-digest-fields' })
 
 const exported = Object.assign(plugin, {
@@ -84,9 +75,7 @@ const exported = Object.assign(plugin, {
   staticHeaders
 })
 
-// Static hints for Node's CommonJS named-export detection (cjs-module-lexer),
-// so that `import digestFields, { fastifyDigestFields, computeDigest } from
-// 'fastify-digest-fields'` works from ESM. `export =` below replaces
+// Static hints for cjs-module-lexer, so that ESM named imports work; `export =` below replaces
 // module.exports with `exported`, which carries the same properties.
 module.exports.default = exported
 module.exports.fastifyDigestFields = exported
