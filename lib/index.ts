@@ -4,6 +4,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
+import type Public = require('../types/index')
 import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './plugin/plugin-options'
 import { placeHooks, type RouteHookInstaller } from './plugin/route-hooks'
 import { setReprDigest, setUnencodedDigest } from './plugin/response/declared'
@@ -57,28 +58,11 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
 // the response after sendTrailer); test/plugin/fastify-floor.test.ts shows them lost on 5.12.7.
 const plugin = fp(fastifyDigestFields, { fastify: '^5.12.8', name: 'fastify-digest-fields' })
 
-const exported = Object.assign(plugin, {
-  default: plugin,
-  fastifyDigestFields: plugin,
-  errors,
-  ALGORITHMS,
-  isDigestAlgorithm,
-  computeDigest,
-  createDigester,
-  parseDigestField,
-  serializeDigestField,
-  parseWantField,
-  serializeWantField,
-  parseLegacyDigest,
-  selectAlgorithms,
-  verifyDigests,
-  staticHeaders
-})
-
-// Static hints for cjs-module-lexer, so that ESM named imports work; `export =` below replaces
-// module.exports with `exported`, which carries the same properties.
-module.exports.default = exported
-module.exports.fastifyDigestFields = exported
+// module.exports is the plugin, carrying the named exports; written one by one as static hints
+// for cjs-module-lexer, so that ESM named imports work. Its type is the hand-written one.
+module.exports = plugin
+module.exports.default = plugin
+module.exports.fastifyDigestFields = plugin
 module.exports.errors = errors
 module.exports.ALGORITHMS = ALGORITHMS
 module.exports.isDigestAlgorithm = isDigestAlgorithm
@@ -92,4 +76,5 @@ module.exports.parseLegacyDigest = parseLegacyDigest
 module.exports.selectAlgorithms = selectAlgorithms
 module.exports.verifyDigests = verifyDigests
 module.exports.staticHeaders = staticHeaders
+const exported = plugin as unknown as typeof Public
 export = exported

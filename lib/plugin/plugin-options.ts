@@ -1,6 +1,5 @@
-// Options are validated and normalized once, at registration (plugin options)
-// or at route declaration (the `digest` route option), by one table of checks.
-// Hooks read the frozen params built here; nothing is re-checked per request.
+// Plugin options checked at registration, the `digest` route option when a route is declared,
+// by one table of checks; hooks read the frozen params, never re-checked per request.
 import type { RegisterOptions } from 'fastify'
 import type { DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions, VerifyPolicy } from '../../types/index'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from '../core/errors'
@@ -11,13 +10,8 @@ import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, validLabel, type HeldKey,
 export type { DigestParams } from '../core/digest-params'
 
 /** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
-export const defaultLiveTypes: readonly string[] = Object.freeze([
-  'text/event-stream',
-  'application/x-ndjson',
-  'application/jsonl',
-  'application/json-seq',
-  'multipart/x-mixed-replace'
-])
+export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',
+  'application/jsonl', 'application/json-seq', 'multipart/x-mixed-replace'])
 
 /** Unsolicited algorithms: true (the first enabled), false, or enabled ones, kept in server order. */
 const checkUnsolicited: Check<readonly DigestAlgorithm[], DigestParams> = (value, name, fail, { algorithms }) => {
@@ -130,8 +124,7 @@ const routeKeys = Object.keys(routeChecks)
 const pluginChecks = Object.fromEntries(pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][0]]))
 const defaults = Object.fromEntries([['live', null], ...pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][1]])]) as DigestParams
 
-// fastify passes its register options to every plugin along with the plugin's
-// (fastify docs/Reference/Plugins.md, "Plugin Options"): accepted, and ignored.
+// fastify passes its register options to every plugin (docs/Reference/Plugins.md, "Plugin Options"): ignored.
 const registerKeys: ReadonlyArray<keyof RegisterOptions> = ['prefix', 'logLevel', 'logSerializers']
 
 /** `base` with the defined values of `opts` checked by `checks`, frozen. */
@@ -161,11 +154,7 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
   return params
 }
 
-/**
- * The `digest` route option: `undefined` keeps the plugin's params, `false`
- * turns the plugin off for the route (null), an object overrides the
- * route-level subset. Anything else throws FST_DIGEST_INVALID_ROUTE_OPTION.
- */
+/** The `digest` route option: undefined keeps the plugin's params, false turns it off (null), an object overrides them. */
 export function normalizeRouteOptions (global: DigestParams, value: unknown, method: string, url: string): DigestParams | null {
   if (value === undefined) return global
   if (value === false) return null
