@@ -21,10 +21,9 @@ import { staticHeaders } from './plugin/response/static-files'
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
   // avvio 9.3.1 lib/plugin.js:138 calls a callback plugin bare: a throw would be uncaught.
   try {
-    install(fastify as FastifyInstance, opts)
+    install(fastify, opts)
   } catch (err) {
-    done(err as Error)
-    return
+    return done(err as Error)
   }
   done()
 }
@@ -33,18 +32,12 @@ function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): v
   // Registered again in this scope or a child one, which inherits the decorators.
   if (fastify.hasReplyDecorator(kDeclared)) throw new FST_DIGEST_ALREADY_REGISTERED()
   const params = normalizeOptions(opts)
-
   fastify.decorateReply(kDeclared, null)
   fastify.decorateReply(kDeclaredUnencoded, null)
   fastify.decorateReply('setReprDigest', setReprDigest)
   fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
-
   // In this order on each route: the response stages, then the request verifier's hooks.
-  const installers: Array<RouteHookInstaller<DigestParams>> = [
-    installResponseDigests(fastify, params),
-    installRequestVerification(fastify)
-  ]
-
+  const installers: Array<RouteHookInstaller<DigestParams>> = [installResponseDigests(fastify, params), installRequestVerification(fastify)]
   fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
     const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
     const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)

@@ -1,5 +1,4 @@
 // The normalized options one route's hooks read, frozen (built by lib/plugin/plugin-options.ts).
-// Pure, so the response plan (lib/core/response-plan.ts) can take it.
 import type { DigestAlgorithm, DigestFieldsHook, VerifyPolicy } from '../../types/index'
 import type { IntegrityKeys, IntegritySignature } from './integrity'
 
@@ -24,7 +23,7 @@ export interface DigestParams {
   readonly fileCacheSize: number
   readonly fileHashing: 'wait' | 'background'
   readonly fileSidecars: boolean
-  /** Ed25519 keys for signature-based SRI, by keyid (empty: none). */
+  /** Ed25519 keys for signature-based SRI, by keyid. */
   readonly integrityKeys: IntegrityKeys
   readonly integritySignature: IntegritySignature | null
   readonly onDigestFields: DigestFieldsHook | null

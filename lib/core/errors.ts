@@ -1,7 +1,5 @@
-// The FST_DIGEST_* errors, built with @fastify/error as fastify's FST_ERR_* are. Option and
-// programming errors are TypeErrors; request problems are 4xx answered as problem details
-// (lib/core/problem.ts); the 406 is never thrown (lib/core/precondition.ts); the client's are
-// 502, as a gateway says of a bad upstream answer.
+// The FST_DIGEST_* errors (@fastify/error, as fastify's FST_ERR_*): option and programming errors
+// are TypeErrors, request problems 4xx, the client's 502 as a gateway says of a bad upstream answer.
 import createError, { type FastifyErrorConstructor } from '@fastify/error'
 import type { DigestErrorCode } from '../../types/index'
 import type { DigestClientErrorCode } from '../../types/client'

@@ -32,17 +32,12 @@ function combineLines (value: unknown, separator: string): string | null {
   return combined === '' ? null : combined
 }
 
-// Strings, Display Strings, Byte Sequences and Tokens (which may hold ":" and
-// "/"), so that the "," "." and ":" inside them are skipped (RFC 8941 §4.2.5–§4.2.7,
-// RFC 9651 §4.2.10); and a member: its key and its bare item, if any.
+// Strings, Display Strings, Byte Sequences and Tokens, whose "," "." ":" are skipped (RFC 8941
+// §4.2.5–§4.2.7, RFC 9651 §4.2.10); and a member: its key and its bare item, if any.
 const OPAQUE = /%"[^"]*"|"(?:[^"\\]|\\.)*"|[A-Za-z*][\w!#$%&'*+.^`|~:/-]*|:[^:]*:/g
 const MEMBER = /(?:^|,)[ \t]*([a-z*][a-z0-9_.*-]*)(?:=([^,;]*))?/g
 
-/**
- * The keys of a Dictionary that structured-headers parsed whose value is a
- * Decimal (a number with a ".", RFC 8941 §4.2.4); the last member of a key
- * counts (§4.2.2).
- */
+/** The keys of a parsed Dictionary whose value is a Decimal (RFC 8941 §4.2.4); a key's last member counts (§4.2.2). */
 export function decimalMembers (input: string): Set<string> {
   const decimals = new Set<string>()
   if (!input.includes('.')) return decimals
@@ -54,8 +49,7 @@ export function decimalMembers (input: string): Set<string> {
   return decimals
 }
 
-// An Integer out of its checksum's range becomes 8 octets, a length no
-// algorithm has: verification reports 'invalid-length'.
+// Out of its checksum's range, 8 octets: a length no algorithm has ('invalid-length').
 function integerOctets (value: number, width: number): Buffer {
   const inRange = value >= 0 && value < 2 ** (8 * width)
   const octets = Buffer.alloc(inRange ? width : 8)
@@ -65,11 +59,9 @@ function integerOctets (value: number, width: number): Buffer {
 }
 
 /**
- * Parse a Content-Digest, Repr-Digest or Unencoded-Digest value (`field`
- * names it): null when absent or nothing usable, FST_DIGEST_INVALID_FIELD
- * when malformed. Byte Sequences are kept for every key (unknown ones are
- * reported); unixsum/unixcksum also take an Integer, except in
- * Unencoded-Digest (draft-ietf-httpbis-unencoded-digest §3); parameters are ignored.
+ * Parse a Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing
+ * usable, FST_DIGEST_INVALID_FIELD when malformed. Byte Sequences are kept for every key;
+ * unixsum/unixcksum may be Integers but in Unencoded-Digest (its §3). Parameters are ignored.
  */
 export function parseDigestField (
   value: string | readonly string[] | null | undefined,
@@ -162,11 +154,7 @@ export function digestFieldOf (algorithms: readonly DigestAlgorithm[], data: Buf
   return fieldWriter(algorithms, strict)?.(data) ?? null
 }
 
-/**
- * Parse a Want-* value (RFC 9530 §4): a Dictionary of Integers 0..10, unknown
- * keys kept. Null when absent or invalid, a Decimal weight included: the whole
- * field is ignored (RFC 8941 §4.2). Never throws.
- */
+/** Parse a Want-* value (RFC 9530 §4): Integers 0..10, unknown keys kept; null when absent or invalid (RFC 8941 §4.2). */
 export function parseWantField (value: string | readonly string[] | null | undefined): WantMap | null {
   const input = combineLines(value, ', ')
   if (input === null) return null
@@ -217,11 +205,7 @@ const LEGACY: ReadonlyMap<string, readonly [DigestAlgorithm, (encoded: string) =
   ['crc32c', ['crc32c', hex]]
 ])
 
-/**
- * Parse an RFC 3230 `Digest` header into RFC 9530 keys and octets (`ADLER32=03da0195`
- * → 'adler' 03 da 01 95). Unknown algorithms and members that do not decode are
- * ignored; null when none is left. Never throws.
- */
+/** Parse an RFC 3230 `Digest` into RFC 9530 keys and octets, members that do not decode ignored; null for none. */
 export function parseLegacyDigest (value: string | readonly string[] | null | undefined): DigestMap | null {
   const input = combineLines(value, ',')
   if (input === null) return null

@@ -1,6 +1,4 @@
-// Checks that the plugin's options and the client's share: the algorithm list,
-// values of one kind, how a wrong value is described, and "did you mean" for
-// a key that is no option. Pure: no fastify.
+// Option checks the plugin and the client share, and "did you mean" for a key that is no option.
 import type { DigestAlgorithm } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 
@@ -70,11 +68,7 @@ export function unknownKey (key: string, valid: readonly string[], kind = 'optio
     : `unknown option; did you mean ${JSON.stringify(nearest)}?`
 }
 
-/**
- * The optimal string alignment distance: the fewest insertions, deletions,
- * substitutions and swaps of two adjacent characters (a usual typo: `verfiy`)
- * that turn `a` into `b`, no substring edited twice.
- */
+/** Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps (`verfiy`) cost 1. */
 export function editDistance (a: string, b: string): number {
   // Rows i - 2, i - 1 and i of the (a.length + 1) × (b.length + 1) table.
   let before: number[] = []
@@ -95,11 +89,7 @@ export function editDistance (a: string, b: string): number {
   return previous[b.length] as number
 }
 
-/**
- * The candidate nearest to `key`, ignoring case, or undefined when none is a
- * likely typo of it: at most a third of the longer length edited (at least
- * one edit). Ties go to the earlier candidate.
- */
+/** The candidate nearest to `key` ignoring case, if at most a third of the longer length (at least 1) is edited; ties: the first. */
 export function nearestKey (key: string, candidates: readonly string[]): string | undefined {
   let nearest: string | undefined
   let nearestDistance = Infinity
