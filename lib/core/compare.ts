@@ -14,10 +14,8 @@ export function usableAlgorithms (received: DigestMap, enabled: readonly DigestA
 }
 
 /**
- * Each member of a received field, in received order: 'unsupported' when not
- * enabled (ignored, RFC 9530 §2, §3), 'invalid-length', else compared in
- * constant time. A member with no computed digest is left out. `ok`: at least
- * one 'matched', no 'mismatched' or 'invalid-length'.
+ * Each received member: 'unsupported' when not enabled (ignored, RFC 9530 §2, §3), 'invalid-length',
+ * else compared in constant time; none without a computed digest. `ok`: a match, no other failure.
  */
 export function verifyDigests (
   field: DigestFieldName,

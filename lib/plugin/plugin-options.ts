@@ -79,9 +79,8 @@ const checkHook: Check<DigestFieldsHook> = (value, name, fail) => {
   return value as DigestFieldsHook
 }
 
-// Every key of an options type, and no other (a type that gains or loses an
-// option fails to compile until its table follows). Checks run in table
-// order: a check's context holds the values before it.
+// Every key of an options type and no other (compiled), and its check; checks run in table
+// order, each with the values before it as context.
 type Checks<O> = { readonly [K in keyof O & keyof DigestParams]-?: Check<DigestParams[K], DigestParams> }
 type Defaults<O> = { readonly [K in keyof O & keyof DigestParams]-?: readonly [Check<DigestParams[K], DigestParams>, DigestParams[K]] }
 
@@ -124,7 +123,7 @@ const routeKeys = Object.keys(routeChecks)
 const pluginChecks = Object.fromEntries(pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][0]]))
 const defaults = Object.fromEntries([['live', null], ...pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][1]])]) as DigestParams
 
-// fastify passes its register options to every plugin (docs/Reference/Plugins.md, "Plugin Options"): ignored.
+// fastify passes its register options to every plugin (fastify docs/Reference/Plugins.md, "Plugin Options"): ignored.
 const registerKeys: ReadonlyArray<keyof RegisterOptions> = ['prefix', 'logLevel', 'logSerializers']
 
 /** `base` with the defined values of `opts` checked by `checks`, frozen. */

@@ -1,7 +1,6 @@
-// Where the plugin's route-level hooks go on a route (docs/design.md, "Where the hooks run").
-// fastify 5.12.8 lib/route.js runs every onRoute hook inside route() (lines 299-302) and reads
-// the route's hook lists only at preReady (lines 394-400): a microtask queued from our onRoute
-// hook sees the lists final but for ours. test/plugin/route-hooks.test.ts fails if that changes.
+// Where the plugin's hooks go on a route (docs/design.md, "Where the hooks run"): fastify 5.12.8
+// lib/route.js runs every onRoute hook in route() (lines 299-302) and reads the hook lists at
+// preReady (394-400), so a microtask from our onRoute hook sees them final but for ours.
 import type {
   RouteOptions,
   onErrorHookHandler,
@@ -41,11 +40,7 @@ function defined<T> (values: ReadonlyArray<T | undefined>): T[] {
   return values.filter((v): v is T => v !== undefined)
 }
 
-/**
- * Puts the hooks of `sets` on the route once every onRoute hook has run; in
- * one place they keep the order of `sets`. onSend: every `onSendFirst`, then
- * the `onSendAround` group around the route's own onSend hooks.
- */
+/** Puts the hooks of `sets` on the route, in the order of `sets`, once every onRoute hook has run. */
 export function placeHooks (routeOptions: RouteOptions, sets: ReadonlyArray<RouteHooks | null>): void {
   const hooks = sets.filter((s): s is RouteHooks => s !== null)
   queueMicrotask(() => {
