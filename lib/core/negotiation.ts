@@ -1,25 +1,27 @@
 // Choosing the algorithms of one response field from its Want-* preferences and the server's
 // policy (RFC 9530 §4; docs/design.md, "Negotiation", whose steps selectAlgorithms follows). Pure.
-import type { DigestAlgorithm, SelectionInput } from '../../types/index'
+import type { DigestAlgorithm, SelectionInput, WantMap } from '../../types/index'
 import { serializeWantField } from './fields'
 
-/**
- * The algorithms to send in one field, in server order (empty: omit it): the
- * highest weighted candidate (enabled, not weighted 0; ties: server order)
- * alone; else the unsolicited ones still candidates, or the first candidate
- * when the Want-* refused them all; else none.
- */
-export function selectAlgorithms ({ algorithms, want, unsolicited }: SelectionInput): DigestAlgorithm[] {
-  const candidates = want == null ? algorithms : algorithms.filter((algorithm) => want.get(algorithm) !== 0)
-  let wanted: DigestAlgorithm | undefined
-  let wantedWeight = 0
+// The candidate with the highest positive weight; ties go to the earlier one (server order).
+function preferred (candidates: readonly DigestAlgorithm[], want: WantMap | null | undefined): DigestAlgorithm | undefined {
+  if (want == null) return undefined
+  let best: DigestAlgorithm | undefined
+  let bestWeight = 0
   for (const algorithm of candidates) {
-    const weight = want?.get(algorithm)
-    if (weight !== undefined && weight > wantedWeight) {
-      wanted = algorithm
-      wantedWeight = weight
+    const weight = want.get(algorithm)
+    if (weight !== undefined && weight > bestWeight) {
+      best = algorithm
+      bestWeight = weight
     }
   }
+  return best
+}
+
+/** The algorithms to send in one field, in server order (empty: omit it), by design.md's steps. */
+export function selectAlgorithms ({ algorithms, want, unsolicited }: SelectionInput): DigestAlgorithm[] {
+  const candidates = want == null ? algorithms : algorithms.filter((algorithm) => want.get(algorithm) !== 0)
+  const wanted = preferred(candidates, want)
   if (wanted !== undefined) return [wanted]
   if (unsolicited === undefined || unsolicited.length === 0) return []
   const kept = candidates.filter((algorithm) => unsolicited.includes(algorithm))

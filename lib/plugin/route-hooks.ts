@@ -36,28 +36,24 @@ export function hookList<T> (hooks: T | T[] | undefined): T[] {
   return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]
 }
 
-function defined<T> (values: ReadonlyArray<T | undefined>): T[] {
-  return values.filter((v): v is T => v !== undefined)
-}
-
 /** Puts the hooks of `sets` on the route, in the order of `sets`, once every onRoute hook has run. */
 export function placeHooks (routeOptions: RouteOptions, sets: ReadonlyArray<RouteHooks | null>): void {
   const hooks = sets.filter((s): s is RouteHooks => s !== null)
   queueMicrotask(() => {
-    const firstRequest = defined(hooks.map((h) => h.onRequestFirst))
+    const firstRequest = hooks.flatMap((h) => h.onRequestFirst ?? [])
     if (firstRequest.length > 0) routeOptions.onRequest = [...firstRequest, ...hookList(routeOptions.onRequest)]
-    const lastParsing = defined(hooks.map((h) => h.preParsingLast))
+    const lastParsing = hooks.flatMap((h) => h.preParsingLast ?? [])
     if (lastParsing.length > 0) routeOptions.preParsing = [...hookList(routeOptions.preParsing), ...lastParsing]
-    const firstValidation = defined(hooks.map((h) => h.preValidationFirst))
+    const firstValidation = hooks.flatMap((h) => h.preValidationFirst ?? [])
     if (firstValidation.length > 0) routeOptions.preValidation = [...firstValidation, ...hookList(routeOptions.preValidation)]
-    const firstSend = defined(hooks.map((h) => h.onSendFirst))
+    const firstSend = hooks.flatMap((h) => h.onSendFirst ?? [])
     const around = hooks.find((h) => h.onSendAround !== undefined)?.onSendAround
     if (firstSend.length > 0 || around !== undefined) {
       const others = hookList(routeOptions.onSend)
       const middle = around === undefined ? others : others.length === 0 ? [around.alone] : [around.before, ...others, around.after]
       routeOptions.onSend = [...firstSend, ...middle]
     }
-    const lastError = defined(hooks.map((h) => h.onErrorLast))
+    const lastError = hooks.flatMap((h) => h.onErrorLast ?? [])
     if (lastError.length > 0) routeOptions.onError = [...hookList(routeOptions.onError), ...lastError]
   })
 }
