@@ -1,10 +1,5 @@
-// The FST_DIGEST_* errors, built with @fastify/error as fastify's own FST_ERR_*
-// are. Option and programming errors are TypeErrors thrown at registration,
-// at route declaration or by a call; request problems are 4xx and become
-// problem details (lib/core/problem.ts); the 406 is never thrown, its code
-// and message are the problem details of the 406 rule
-// (lib/core/precondition.ts); the client's are 502, as a gateway says of a
-// bad upstream answer, and carry `field` and `algorithm` too.
+// The FST_DIGEST_* errors (@fastify/error, as fastify's FST_ERR_*): option and programming errors
+// are TypeErrors, request problems 4xx, the client's 502 as a gateway says of a bad upstream answer.
 import createError, { type FastifyErrorConstructor } from '@fastify/error'
 import type { DigestErrorCode } from '../../types/index'
 import type { DigestClientErrorCode } from '../../types/client'
@@ -14,14 +9,12 @@ type Definitions<C extends string> = { readonly [K in C]: readonly [string, numb
 type Errors<C extends string> = { readonly [K in C]: FastifyErrorConstructor<{ code: K, statusCode: number }> }
 
 function build<C extends string> (definitions: Definitions<C>): Errors<C> {
-  const out: Record<string, unknown> = {}
-  for (const [code, [message, status, Base]] of Object.entries(definitions) as Array<[C, Definitions<C>[C]]>) {
-    out[code] = createError(code, message, status, Base)
-  }
-  return out as Errors<C>
+  return Object.fromEntries(Object.entries<Definitions<C>[C]>(definitions)
+    .map(([code, [message, status, Base]]) => [code, createError(code, message, status, Base)])) as Errors<C>
 }
 
-const all = build<DigestErrorCode | DigestClientErrorCode>({
+/** The plugin's errors by code (exported as `errors`). */
+export const errors = build<DigestErrorCode>({
   FST_DIGEST_INVALID_OPTION: ['Invalid fastify-digest-fields option "%s": %s', 500, TypeError],
   FST_DIGEST_INVALID_ROUTE_OPTION: ['Invalid digest route option for %s %s: %s', 500, TypeError],
   FST_DIGEST_ALREADY_REGISTERED: ['fastify-digest-fields is already registered in this scope or a parent one: register it once, and give routes their own settings with the digest route option', 500],
@@ -39,7 +32,11 @@ const all = build<DigestErrorCode | DigestClientErrorCode>({
   FST_DIGEST_INCOMPLETE: ['The request content ended before it could be checked', 400],
   FST_DIGEST_FILE_CHANGED: ['The file %s changed while it was sent: its bytes do not match the %s digest the response was sent with, so the response was cut off', 500],
   FST_DIGEST_FIELD_HOOK_FAILED: ['The onDigestFields hook failed: %s', 500],
-  FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406],
+  FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406]
+})
+
+/** The client's errors by code (exported by fastify-digest-fields/client as `clientErrors`). */
+export const clientErrors = build<DigestClientErrorCode>({
   FST_DIGEST_RESPONSE_MISMATCH: ['The response %s field does not match the content for %s', 502],
   FST_DIGEST_RESPONSE_INVALID_VALUE: ['The response %s field carries a %s value that the algorithm cannot produce', 502],
   FST_DIGEST_RESPONSE_INVALID_FIELD: ['Malformed response %s field (algorithm %s): %s', 502],
@@ -48,19 +45,6 @@ const all = build<DigestErrorCode | DigestClientErrorCode>({
   FST_DIGEST_REQUEST_REJECTED: ['The server refused the request\'s %s field (algorithm %s): %s', 502],
   FST_DIGEST_NOT_ACCEPTABLE: ['The server answered 406 to the request\'s %s field (algorithm %s): the representation differs', 502]
 })
-
-const clientCodes: readonly string[] = ['FST_DIGEST_RESPONSE_MISMATCH', 'FST_DIGEST_RESPONSE_INVALID_VALUE',
-  'FST_DIGEST_RESPONSE_INVALID_FIELD', 'FST_DIGEST_RESPONSE_UNCHECKED', 'FST_DIGEST_RESPONSE_MISSING', 'FST_DIGEST_REQUEST_REJECTED',
-  'FST_DIGEST_NOT_ACCEPTABLE'] satisfies DigestClientErrorCode[]
-
-function pick<C extends string> (client: boolean): Errors<C> {
-  return Object.fromEntries(Object.entries(all).filter(([code]) => clientCodes.includes(code) === client)) as never
-}
-
-/** The plugin's errors by code (exported as `errors`). */
-export const errors = pick<DigestErrorCode>(false)
-/** The client's errors by code (exported by fastify-digest-fields/client as `clientErrors`). */
-export const clientErrors = pick<DigestClientErrorCode>(true)
 
 export const {
   FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION, FST_DIGEST_ALREADY_REGISTERED,

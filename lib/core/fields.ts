@@ -1,91 +1,41 @@
-// Parsing and serialization of the four RFC 9530 fields (Content-Digest,
-// Repr-Digest, Want-Content-Digest, Want-Repr-Digest), of Unencoded-Digest and
-// Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest, the same forms)
-// and of the legacy RFC 3230 `Digest` header. With lib/core/integrity.ts
-// (Accept-Signature), the only module that imports structured-headers.
-//
-// Decisions (RFC 9530 §2–§4, RFC 8941; docs/design.md):
-// * Absent, empty and blank field values (and field lines) carry nothing to
-//   check: the parsers return null. A digest field whose members are all
-//   dropped (unknown keys that are not Byte Sequences) also returns null, so a
-//   DigestMap is never empty.
-// * Several field lines are combined with ", " (RFC 9110 §5.3; RFC 8941 §4.2),
-//   so a duplicate key in a later line wins, as in one line (RFC 8941 §4.2.2).
-// * Base64 in Byte Sequences follows structured-headers (WHATWG atob):
-//   missing padding and non-zero pad bits are accepted (RFC 8941 §4.2.7
-//   SHOULD NOT fail); excess padding such as the RFC's own
-//   `:RK/0…FabDg==:` typo (B.5, B.6, B.11, C.1) is a syntax error, as strict
-//   RFC 4648 decoding says. Content-Digest / Repr-Digest syntax errors throw
-//   FST_DIGEST_INVALID_FIELD (an integrity check must not silently pass);
-//   Want-* fields are hints and are ignored instead (RFC 8941 §4.2).
-// * A Decimal is not an Integer (RFC 8941 §3.3.1, §3.3.2, §4.2.4), even with
-//   an integral value: `sha-256=10.0` is a Decimal. structured-headers returns
-//   a JS number for both, so where an Integer is required (Want-* weights,
-//   unixsum/unixcksum values) the member's type is read back from the field
-//   text (decimalMembers), and a Decimal is refused like any other wrong type.
+// Parsing and serialization of Content-Digest, Repr-Digest and Want-* (RFC 9530
+// §2-§4), Unencoded-Digest and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest,
+// the same forms), and the legacy RFC 3230 `Digest`. The decisions (field lines,
+// base64, Decimals, what throws) are in docs/design.md, "Parsing fields".
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
 
-// unixsum and unixcksum may travel as Integers (the default serialization):
-// their fixed width in octets, big-endian (RFC 9530 §5, Appendix D).
+// unixsum and unixcksum may be Integers: their width in octets, big-endian (RFC 9530 §5, Appendix D).
 const INTEGER_WIDTH: ReadonlyMap<string, number> = new Map([['unixsum', 2], ['unixcksum', 4]])
 
-// An Integer that does not fit its checksum's width becomes an 8-octet value,
-// a length no algorithm has, so verification reports it as 'invalid-length'.
-const OUT_OF_RANGE_WIDTH = 8
-
-const SF_KEY = /^[a-z*][a-z0-9_\-.*]*$/
-
-function isOWS (code: number): boolean {
-  return code === 0x20 || code === 0x09
-}
-
-// Strips leading and trailing SP / HTAB without a regular expression, so a
-// long run of whitespace costs linear time.
+// Strips SP / HTAB without a regular expression: linear time on long runs.
 function trimOWS (text: string): string {
   let start = 0
   let end = text.length
-  while (start < end && isOWS(text.charCodeAt(start))) start++
-  while (end > start && isOWS(text.charCodeAt(end - 1))) end--
+  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) start++
+  while (end > start && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) end--
   return text.slice(start, end)
 }
 
-// One field value out of the header's string or field lines; null when there
-// is nothing in it. Anything but a string or an array of strings is absent.
+// One field value out of a header's string or field lines; null when nothing is in it.
 function combineLines (value: unknown, separator: string): string | null {
-  let lines: readonly unknown[]
-  if (typeof value === 'string') {
-    lines = [value]
-  } else if (Array.isArray(value)) {
-    lines = value
-  } else {
-    return null
-  }
+  const lines: readonly unknown[] = typeof value === 'string' ? [value] : Array.isArray(value) ? value : []
   let combined = ''
   for (const line of lines) {
-    if (typeof line !== 'string') continue
-    const trimmed = trimOWS(line)
-    if (trimmed === '') continue
-    combined = combined === '' ? trimmed : combined + separator + trimmed
+    const trimmed = typeof line === 'string' ? trimOWS(line) : ''
+    if (trimmed !== '') combined = combined === '' ? trimmed : combined + separator + trimmed
   }
   return combined === '' ? null : combined
 }
 
-// Where a String, Display String or Byte Sequence starts, or a Token (which
-// may hold ":" and "/", RFC 8941 §3.3.4), so that the "," "." and ":" inside
-// them are skipped (RFC 8941 §4.2.5–§4.2.7, RFC 9651 §4.2.10).
+// Strings, Display Strings, Byte Sequences and Tokens, whose "," "." ":" are skipped (RFC 8941
+// §4.2.5–§4.2.7, RFC 9651 §4.2.10); and a member: its key and its bare item, if any.
 const OPAQUE = /%"[^"]*"|"(?:[^"\\]|\\.)*"|[A-Za-z*][\w!#$%&'*+.^`|~:/-]*|:[^:]*:/g
-// A member: its key and, after "=", its bare item up to parameters or the next member.
 const MEMBER = /(?:^|,)[ \t]*([a-z*][a-z0-9_.*-]*)(?:=([^,;]*))?/g
 
-/**
- * The keys of a Dictionary (one that structured-headers parsed) whose value
- * is a Decimal: any number with a "." (RFC 8941 §3.3.2, §4.2.4), which
- * structured-headers returns as a JS number just like an Integer. The last
- * member of a key counts, as in the parsed Dictionary (RFC 8941 §4.2.2).
- */
+/** The keys of a parsed Dictionary whose value is a Decimal (RFC 8941 §4.2.4); a key's last member counts (§4.2.2). */
 export function decimalMembers (input: string): Set<string> {
   const decimals = new Set<string>()
   if (!input.includes('.')) return decimals
@@ -97,30 +47,21 @@ export function decimalMembers (input: string): Set<string> {
   return decimals
 }
 
+// Out of its checksum's range, 8 octets: a length no algorithm has ('invalid-length').
 function integerOctets (value: number, width: number): Buffer {
-  if (value >= 0 && value < 2 ** (8 * width)) {
-    const octets = Buffer.alloc(width)
-    octets.writeUIntBE(value, 0, width)
-    return octets
-  }
-  const octets = Buffer.alloc(OUT_OF_RANGE_WIDTH)
-  octets.writeBigInt64BE(BigInt(value))
+  const inRange = value >= 0 && value < 2 ** (8 * width)
+  const octets = Buffer.alloc(inRange ? width : 8)
+  if (inRange) octets.writeUIntBE(value, 0, width)
+  else octets.writeBigInt64BE(BigInt(value))
   return octets
 }
 
 /**
- * Parse a Content-Digest, Repr-Digest (RFC 9530 §2, §3) or Unencoded-Digest
- * (draft-ietf-httpbis-unencoded-digest §3) field value; `field` names it.
- * Returns null when the field is absent or carries nothing we can use; throws
- * FST_DIGEST_INVALID_FIELD (400) when it is malformed. Byte Sequence members
- * are kept for every key (unknown ones too, so they can be reported); in
- * Content-Digest and Repr-Digest, unixsum/unixcksum also accept an Integer
- * (not a Decimal such as `6405.0`, RFC 8941 §3.3.1); parameters are ignored.
+ * Parse a Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing
+ * usable, FST_DIGEST_INVALID_FIELD when malformed. Byte Sequences are kept for every key;
+ * unixsum/unixcksum may be Integers but in Unencoded-Digest (its §3). Parameters are ignored.
  */
-export function parseDigestField (
-  value: string | readonly string[] | null | undefined,
-  field: string = 'Content-Digest'
-): DigestMap | null {
+export function parseDigestField (value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'): DigestMap | null {
   const input = combineLines(value, ', ')
   if (input === null) return null
   let dictionary: ReturnType<typeof parseDictionary>
@@ -136,30 +77,17 @@ export function parseDigestField (
       digests.set(key, Buffer.from(item))
       continue
     }
-    // Unencoded-Digest values are Byte Sequences for every algorithm
-    // (draft-ietf-httpbis-unencoded-digest §3).
     const width = field === 'Unencoded-Digest' ? undefined : INTEGER_WIDTH.get(key)
-    // An Integer, not a Decimal with an integral value (the type is read
-    // from the text only for these keys, and once per field).
     if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
       digests.set(key, integerOctets(item as number, width))
-      continue
-    }
-    if (isDigestAlgorithm(key)) {
-      const expected = width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'
-      throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${expected}`)
-    }
-    // An unknown key with a value that is not a Byte Sequence: we do not know
-    // its definition, so it is dropped rather than treated as an error.
+    } else if (isDigestAlgorithm(key)) {
+      throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'}`)
+    } // else an unknown key whose value is not a Byte Sequence: dropped.
   }
   return digests.size === 0 ? null : digests
 }
 
-/**
- * Whether the digests of `algorithms` are written alike in both modes: none
- * is unixsum or unixcksum, which the default mode writes as Integers (and
- * Unencoded-Digest always as Byte Sequences).
- */
+/** Whether no algorithm of the list is written as an Integer in the default mode (unixsum, unixcksum). */
 export function writtenAlike (algorithms: readonly DigestAlgorithm[]): boolean {
   for (let i = 0; i < algorithms.length; i++) if (INTEGER_WIDTH.has(algorithms[i] as DigestAlgorithm)) return false
   return true
@@ -173,55 +101,31 @@ function digestMember (algorithm: DigestAlgorithm, octets: Buffer, strict: boole
     : `${algorithm}=:${octets.toString('base64')}:`
 }
 
-/**
- * Serialize digests as a Content-Digest / Repr-Digest value:
- * `sha-256=:…:, sha-512=:…:`. unixsum and unixcksum are bare Integers by
- * default (`unixsum=6405`) and Byte Sequences in strict mode (`unixsum=:GQU=:`).
- * Built by hand: this runs for every response.
- */
-export function serializeDigestField (
-  digests: Iterable<readonly [DigestAlgorithm, Buffer]>,
-  options?: SerializeOptions
-): string {
+/** Serialize digests as a Content-Digest / Repr-Digest value: `sha-256=:…:, unixsum=6405` (strict: `unixsum=:GQU=:`). */
+export function serializeDigestField (digests: Iterable<readonly [DigestAlgorithm, Buffer]>, options?: SerializeOptions): string {
   const strict = options?.strict === true
   let out = ''
-  for (const [algorithm, octets] of digests) {
-    if (out !== '') out += ', '
-    out += digestMember(algorithm, octets, strict)
-  }
+  for (const [algorithm, octets] of digests) out += (out === '' ? '' : ', ') + digestMember(algorithm, octets, strict)
   return out
 }
 
-/**
- * serializeDigestField() of the members of `digests` named in `algorithms`,
- * in that order, or null when none is there. The plugin's own path: no
- * intermediate list.
- */
-export function serializeSelected (
-  digests: ReadonlyMap<DigestAlgorithm, Buffer> | null,
-  algorithms: readonly DigestAlgorithm[],
-  strict: boolean
-): string | null {
+/** serializeDigestField() of the members of `digests` named in `algorithms`, in that order; null for none. */
+export function serializeSelected (digests: ReadonlyMap<DigestAlgorithm, Buffer> | null, algorithms: readonly DigestAlgorithm[], strict: boolean): string | null {
   if (digests === null) return null
   let out: string | null = null
   for (let i = 0; i < algorithms.length; i++) {
-    const algorithm = algorithms[i] as DigestAlgorithm
-    const octets = digests.get(algorithm)
+    const octets = digests.get(algorithms[i] as DigestAlgorithm)
     if (octets === undefined) continue
-    const member = digestMember(algorithm, octets, strict)
+    const member = digestMember(algorithms[i] as DigestAlgorithm, octets, strict)
     out = out === null ? member : `${out}, ${member}`
   }
   return out
 }
 
-/** The field value of the digests of some data, hashed and serialized in one step (digests only sent). */
+/** The field value of the digests of some data, hashed and serialized in one step. */
 export type FieldWriter = (data: Buffer | Uint8Array | string) => string
 
-/**
- * The writer of the field value of `algorithms`, in that order (the same
- * value as serializeSelected() over digestAll()), built once for a list known
- * in advance: each algorithm is looked up here, not per response. Null for none.
- */
+/** The writer of serializeSelected(digestAll(algorithms, data), algorithms), algorithms looked up once; null for none. */
 export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boolean): FieldWriter | null {
   const members = algorithms.map((algorithm): FieldWriter => {
     if (!strict && INTEGER_WIDTH.has(algorithm)) return (data) => digestMember(algorithm, computeDigest(algorithm, data), false)
@@ -238,14 +142,7 @@ export function digestFieldOf (algorithms: readonly DigestAlgorithm[], data: Buf
   return fieldWriter(algorithms, strict)?.(data) ?? null
 }
 
-/**
- * Parse a Want-Content-Digest / Want-Repr-Digest value (RFC 9530 §4): a
- * Dictionary of Integers 0..10. Returns null when the field is absent, empty,
- * not a valid Dictionary, or has any member that is not an Integer in 0..10
- * (a Decimal such as `10.0` is not an Integer, RFC 8941 §3.3.1, §4.2.4): the
- * whole field is then ignored (RFC 8941 §4.2, RFC 9651 §2.2). Unknown keys are
- * kept; the caller decides. Never throws.
- */
+/** Parse a Want-* value (RFC 9530 §4): Integers 0..10, unknown keys kept; null when absent or invalid (RFC 8941 §4.2). */
 export function parseWantField (value: string | readonly string[] | null | undefined): WantMap | null {
   const input = combineLines(value, ', ')
   if (input === null) return null
@@ -264,70 +161,39 @@ export function parseWantField (value: string | readonly string[] | null | undef
   return want
 }
 
-/**
- * Serialize preferences as a Want-* value: `sha-256=10, sha-512=3`. Throws a
- * TypeError for a key that is not a Structured Field key or a weight that is
- * not an Integer 0..10 (a programming error; it would produce a bad field).
- */
+/** Serialize preferences as a Want-* value: `sha-256=10, sha-512=3`; a TypeError for a bad key or weight. */
 export function serializeWantField (preferences: Iterable<readonly [string, number]>): string {
   let out = ''
   for (const [key, weight] of preferences) {
-    if (!SF_KEY.test(key)) throw new TypeError(`Invalid Want-Digest key: ${JSON.stringify(key)}`)
-    if (!Number.isInteger(weight) || weight < 0 || weight > 10) {
-      throw new TypeError(`Invalid Want-Digest weight for ${key}: ${weight}`)
-    }
-    if (out !== '') out += ', '
-    out += `${key}=${weight}`
+    if (!/^[a-z*][a-z0-9_\-.*]*$/.test(key)) throw new TypeError(`Invalid Want-Digest key: ${JSON.stringify(key)}`)
+    if (!Number.isInteger(weight) || weight < 0 || weight > 10) throw new TypeError(`Invalid Want-Digest weight for ${key}: ${weight}`)
+    out += `${out === '' ? '' : ', '}${key}=${weight}`
   }
   return out
 }
 
-// ---------------------------------------------------------------------------
-// RFC 3230 `Digest` (legacy, obsoleted by RFC 9530 §1.3; RFC 3230 §4.3.2): a plain comma-separated list
-// of `algorithm=encoded-output`, algorithm names case-insensitive. It is not a
-// Structured Field and is never given to the SF parser.
-
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
-// unixsum/unixcksum: decimal digits only, so `UNIXsum=63350.0` does not
-// decode and the member is ignored, like any other malformed member.
-const DECIMAL = /^[0-9]{1,15}$/
-const HEX = /^[0-9A-Fa-f]{1,8}$/
-
-function decodeBase64 (encoded: string): Buffer | null {
-  if (!BASE64.test(encoded)) return null
-  // Padding optional, but when present the length is a multiple of 4; a
-  // length of 4n + 1 can never be base64.
-  const padded = encoded.endsWith('=')
-  if (padded ? encoded.length % 4 !== 0 : encoded.length % 4 === 1) return null
-  return Buffer.from(encoded, 'base64')
-}
-
-function decodeDecimal (width: number): (encoded: string) => Buffer | null {
-  return (encoded) => DECIMAL.test(encoded) ? integerOctets(Number(encoded), width) : null
-}
-
-function decodeHex (encoded: string): Buffer | null {
-  return HEX.test(encoded) ? integerOctets(Number.parseInt(encoded, 16), 4) : null
-}
+// RFC 3230 `Digest` (obsoleted by RFC 9530 §1.3): a comma-separated list of
+// `algorithm=encoded-output`, names case-insensitive (§4.3.2); no Structured Field.
+// Base64 with optional padding, but never a length of 4n + 1 or a padded
+// length that is not 4n; unixsum/unixcksum in decimal digits (`63350.0` is ignored).
+const BASE64 = /^(?=.)(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/
+const base64 = (encoded: string): Buffer | null => BASE64.test(encoded) ? Buffer.from(encoded, 'base64') : null
+const decimal = (width: number) => (encoded: string): Buffer | null => /^[0-9]{1,15}$/.test(encoded) ? integerOctets(Number(encoded), width) : null
+const hex = (encoded: string): Buffer | null => /^[0-9A-Fa-f]{1,8}$/.test(encoded) ? integerOctets(Number.parseInt(encoded, 16), 4) : null
 
 // Lowercased RFC 3230 registry name → [RFC 9530 key, decoder].
 const LEGACY: ReadonlyMap<string, readonly [DigestAlgorithm, (encoded: string) => Buffer | null]> = new Map([
-  ['sha-256', ['sha-256', decodeBase64]],
-  ['sha-512', ['sha-512', decodeBase64]],
-  ['md5', ['md5', decodeBase64]],
-  ['sha', ['sha', decodeBase64]],
-  ['unixsum', ['unixsum', decodeDecimal(2)]],
-  ['unixcksum', ['unixcksum', decodeDecimal(4)]],
-  ['adler32', ['adler', decodeHex]],
-  ['crc32c', ['crc32c', decodeHex]]
+  ['sha-256', ['sha-256', base64]],
+  ['sha-512', ['sha-512', base64]],
+  ['md5', ['md5', base64]],
+  ['sha', ['sha', base64]],
+  ['unixsum', ['unixsum', decimal(2)]],
+  ['unixcksum', ['unixcksum', decimal(4)]],
+  ['adler32', ['adler', hex]],
+  ['crc32c', ['crc32c', hex]]
 ])
 
-/**
- * Parse an RFC 3230 `Digest` header into RFC 9530 keys and raw octets
- * (`SHA-256=…` → 'sha-256', `ADLER32=03da0195` → 'adler' 03 da 01 95).
- * Unknown algorithms and members that do not decode are ignored; returns null
- * when no usable member is left. Never throws.
- */
+/** Parse an RFC 3230 `Digest` into RFC 9530 keys and octets, members that do not decode ignored; null for none. */
 export function parseLegacyDigest (value: string | readonly string[] | null | undefined): DigestMap | null {
   const input = combineLines(value, ',')
   if (input === null) return null
@@ -336,9 +202,8 @@ export function parseLegacyDigest (value: string | readonly string[] | null | un
     const eq = element.indexOf('=')
     if (eq === -1) continue
     const entry = LEGACY.get(trimOWS(element.slice(0, eq)).toLowerCase())
-    if (entry === undefined) continue
-    const octets = entry[1](trimOWS(element.slice(eq + 1)))
-    if (octets !== null) digests.set(entry[0], octets)
+    const octets = entry?.[1](trimOWS(element.slice(eq + 1)))
+    if (entry !== undefined && octets != null) digests.set(entry[0], octets)
   }
   return digests.size === 0 ? null : digests
 }

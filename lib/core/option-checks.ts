@@ -1,11 +1,12 @@
-// Checks that the plugin's options and the client's share: the algorithm
-// list (the deprecated keys only when listed) and how a wrong value is
-// described in the error. Pure: no fastify.
+// Option checks the plugin and the client share, and "did you mean" for a key that is no option.
 import type { DigestAlgorithm } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 
 /** Builds the error for option `name` with `reason`. */
 export type Fail = (name: string, reason: string) => Error
+
+/** A check of one option's value (never undefined); `context` is what the option may depend on. */
+export type Check<T, C = unknown> = (value: unknown, name: string, fail: Fail, context: C) => T
 
 /** sha-256 and sha-512: the algorithms enabled when none are listed. */
 export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
@@ -32,4 +33,73 @@ export function checkAlgorithms (value: unknown, fail: Fail): readonly DigestAlg
     seen.add(key)
   }
   return Object.freeze([...seen])
+}
+
+export const checkBoolean: Check<boolean> = (value, name, fail) => {
+  if (typeof value !== 'boolean') throw fail(name, `expected a boolean, got ${describe(value)}`)
+  return value
+}
+
+/** A non-negative integer number of `unit`. */
+export function checkCount (unit: string): Check<number> {
+  return (value, name, fail) => {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
+    }
+    return value
+  }
+}
+
+/** One of `values`: `expected 'a', 'b' or false`. */
+export function oneOf<T> (...values: T[]): Check<T> {
+  const shown = values.map((v) => typeof v === 'string' ? `'${v}'` : String(v))
+  const expected = `${shown.slice(0, -1).join(', ')} or ${shown.at(-1) as string}`
+  return (value, name, fail) => {
+    if (!values.includes(value as T)) throw fail(name, `expected ${expected}, got ${describe(value)}`)
+    return value as T
+  }
+}
+
+/** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
+export function unknownKey (key: string, valid: readonly string[], kind = 'options'): string {
+  const nearest = nearestKey(key, valid)
+  return nearest === undefined
+    ? `unknown option (${kind}: ${valid.join(', ')})`
+    : `unknown option; did you mean ${JSON.stringify(nearest)}?`
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps (`verfiy`) cost 1. */
+export function editDistance (a: string, b: string): number {
+  // Rows i - 2, i - 1 and i of the (a.length + 1) × (b.length + 1) table.
+  let before: number[] = []
+  let previous: number[] = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      let best = Math.min((previous[j] as number) + 1, (row[j - 1] as number) + 1, substitution)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, (before[j - 2] as number) + 1)
+      }
+      row.push(best)
+    }
+    before = previous
+    previous = row
+  }
+  return previous[b.length] as number
+}
+
+/** The candidate nearest to `key` ignoring case, if at most a third of the longer length (at least 1) is edited; ties: the first. */
+export function nearestKey (key: string, candidates: readonly string[]): string | undefined {
+  let nearest: string | undefined
+  let nearestDistance = Infinity
+  for (const candidate of candidates) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase())
+    const limit = Math.max(1, Math.floor(Math.max(key.length, candidate.length) / 3))
+    if (distance <= limit && distance < nearestDistance) {
+      nearest = candidate
+      nearestDistance = distance
+    }
+  }
+  return nearest
 }

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import fc from 'fast-check'
-import { editDistance, nearestKey } from '../../lib/core/nearest-key'
+import { editDistance, nearestKey } from '../../lib/core/option-checks'
 
 test('editDistance: insertions, deletions, substitutions and adjacent swaps cost 1', async (t) => {
   const cases: Array<[string, string, number]> = [
