@@ -5,6 +5,8 @@
 // http-message-signatures' verifier.
 import { test } from 'tap'
 import { createHash, createSecretKey, generateKeyPairSync, verify, type KeyObject } from 'node:crypto'
+import crypto = require('node:crypto')
+import { syncBuiltinESMExports } from 'node:module'
 import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -213,6 +215,31 @@ test('signatures are kept for the same signature base (Ed25519 is deterministic)
   for (let i = 0; i < SIGNATURE_CACHE_SIZE; i++) signed(sf(String(i)), params, ed.privateKey)
   t.ok(check(SIGNATURE_CACHE_SIZE - 1, signed(sf(String(SIGNATURE_CACHE_SIZE - 1)), params, ed.privateKey)), 'the last one kept')
   t.equal(signed(sf('-1'), params, ed.privateKey), first, 'the first, pushed out, signed again: the same value')
+})
+
+test('a signature is kept from the second signing of its value on: a value signed once is not held', async (t) => {
+  // node:crypto's sign() counted (module.syncBuiltinESMExports() makes ES modules see it); every signature is a real one.
+  const target = crypto as { sign: typeof crypto.sign }
+  const realSign = target.sign
+  let signs = 0
+  target.sign = ((...args: Parameters<typeof crypto.sign>) => {
+    signs++
+    return Reflect.apply(realSign, crypto, args)
+  }) as typeof crypto.sign
+  syncBuiltinESMExports()
+  t.teardown(() => {
+    target.sign = realSign
+    syncBuiltinESMExports()
+  })
+  const params = PARAMS(KEY)
+  const value = sf(`signed again ${Date.now()}`)
+  const first = signed(value, params, ed.privateKey)
+  t.equal(signs, 1)
+  t.equal(signed(value, params, ed.privateKey), first, 'the same signature')
+  t.equal(signs, 2, 'signed once, it was not kept')
+  t.equal(signed(value, params, ed.privateKey), first)
+  t.equal(signs, 2, 'signed twice, it is kept')
+  t.equal(signed('sha-256=:', params, ed.privateKey).length, 88, 'a value shorter than a fingerprint signs too')
 })
 
 test('a request asking for a held key gets Unencoded-Digest, Signature-Input and Signature under its label; the signature verifies', async (t) => {
