@@ -212,7 +212,8 @@ test('signatures are kept for the same signature base (Ed25519 is deterministic)
   const otherParams = PARAMS((heldKeyOf(other.privateKey) as { keyid: string }).keyid)
   t.ok(check(-1, signed(sf('-1'), otherParams, other.privateKey), otherParams, other.publicKey), 'another key: its own signature')
   t.equal(signed(sf('-1'), params, ed.privateKey), first, 'and back')
-  for (let i = 0; i < SIGNATURE_CACHE_SIZE; i++) signed(sf(String(i)), params, ed.privateKey)
+  // Each signed twice: kept from its second signing on.
+  for (let i = 0; i < SIGNATURE_CACHE_SIZE * 2; i++) signed(sf(String(i >> 1)), params, ed.privateKey)
   t.ok(check(SIGNATURE_CACHE_SIZE - 1, signed(sf(String(SIGNATURE_CACHE_SIZE - 1)), params, ed.privateKey)), 'the last one kept')
   t.equal(signed(sf('-1'), params, ed.privateKey), first, 'the first, pushed out, signed again: the same value')
 })
@@ -240,6 +241,32 @@ test('a signature is kept from the second signing of its value on: a value signe
   t.equal(signed(value, params, ed.privateKey), first)
   t.equal(signs, 2, 'signed twice, it is kept')
   t.equal(signed('sha-256=:', params, ed.privateKey).length, 88, 'a value shorter than a fingerprint signs too')
+})
+
+test('a route answers each Accept-Signature in turn as asked, the same words again or other ones, alone or with a Want field', async (t) => {
+  const server = await app(t, { integrityKeys: [ed.privateKey, other.privateKey] })
+  const asks: Array<[Record<string, string | string[]>, string | undefined, string]> = [
+    [{ 'accept-signature': ask(KEY, 'sig1') }, 'sig1', 'asked'],
+    [{ 'accept-signature': ask(KEY, 'sig1') }, 'sig1', 'the same words again'],
+    [{ 'accept-signature': ask(OTHER, 'sig2') }, 'sig2', 'another key, another label'],
+    [{}, undefined, 'nothing asked'],
+    [{ 'accept-signature': ask(STRANGER) }, undefined, 'a key not held'],
+    [{ 'accept-signature': ask(STRANGER) }, undefined, 'a key not held, again'],
+    [{ 'accept-signature': [ask(KEY, 'sig3'), ask(OTHER, 'sig4')] }, 'sig3', 'two field lines'],
+    [{ 'accept-signature': ask(KEY, 'sig1'), 'want-unencoded-digest': 'sha-512=1' }, 'sig1', 'with a Want field'],
+    [{ 'accept-signature': ask(KEY, 'sig1') }, 'sig1', 'alone again']
+  ]
+  for (const [headers, label, name] of asks) {
+    const res = await server.inject({ url: '/s.js', headers })
+    if (label === undefined) {
+      t.equal(res.headers.signature, undefined, `${name}: no signature`)
+      continue
+    }
+    t.match(res.headers['signature-input'], new RegExp(`^${label}=`), `${name}: under its label`)
+    const publicKey = String(res.headers['signature-input']).includes(KEY) ? ed.publicKey : other.publicKey
+    t.ok(verifiedByHand(res.headers, label, publicKey), `${name}: verifies`)
+    t.equal(res.headers['unencoded-digest'], headers['want-unencoded-digest'] === undefined ? sf(SCRIPT) : sf(SCRIPT, 'sha-512'), `${name}: Unencoded-Digest`)
+  }
 })
 
 test('a request asking for a held key gets Unencoded-Digest, Signature-Input and Signature under its label; the signature verifies', async (t) => {
