@@ -278,7 +278,7 @@ async function codedDownloads (base, rounds) {
   const { Agent, request } = require('undici')
   const zlib = require('node:zlib')
   const { digestInterceptor } = require('../dist/client/index.js')
-  const { CHUNK_SIZE, HOLD_SIZE } = require('../dist/client/side-decoder.js')
+  const { CHUNK_SIZE, HOLD_SIZE } = require('../dist/client/response-check.js')
   const counts = { small: Number(process.env.BENCH_CLIENT_CODED_SMALL ?? 5), large: Number(process.env.BENCH_CLIENT_CODED_LARGE ?? 1) }
   const plain = new Agent()
   const verified = new Agent().compose(digestInterceptor({ verify: 'required', maxDecodedSize: 512 * MiB }))

@@ -1,15 +1,50 @@
-// The handler of one request (undici 7's handler API, Dispatcher.DispatchHandler):
-// everything passes through to the handler above; the body is hashed as it
-// streams, and the end (onResponseEnd) is held back until the check has run:
-// a failed check replaces it with onResponseError.
+// The handler of one request (undici 7's Dispatcher.DispatchHandler): everything passes through
+// to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
 import type { DigestClientError } from '../../types/client'
-import type { ClientParams } from './options'
+import type { ClientParams } from './interceptor'
 import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './response-check'
-import { SharedController } from './shared-controller'
 
-type Controller = Dispatcher.DispatchController & { rawTrailers?: unknown }
+type Controller = Dispatcher.DispatchController & { rawHeaders?: unknown, rawTrailers?: unknown }
 type Handler = Dispatcher.DispatchHandler
+
+/** The controller above while a side decoder runs: resumed only when neither pauses it (as undici's decompress). */
+export class SharedController {
+  readonly #real: Controller
+  #paused = false
+  #held = false
+
+  constructor (real: Controller) { this.#real = real }
+
+  get aborted (): boolean { return this.#real.aborted }
+  get reason (): Error | null { return this.#real.reason }
+  get paused (): boolean { return this.#paused }
+  get rawHeaders (): unknown { return this.#real.rawHeaders }
+  get rawTrailers (): unknown { return this.#real.rawTrailers }
+  abort (reason: Error): void { this.#real.abort(reason) }
+
+  pause (): void {
+    this.#paused = true
+    this.#real.pause()
+  }
+
+  resume (): void {
+    this.#paused = false
+    if (!this.#held) this.#real.resume()
+  }
+
+  /** The side decoder's queue is full; release() once it takes more (or has stopped). */
+  hold (): void {
+    this.#held = true
+    this.#real.pause()
+  }
+
+  release (): void {
+    if (!this.#held) return
+    this.#held = false
+    if (!this.#paused) this.#real.resume()
+  }
+}
 
 // HTTP/2 trailers: undici 7.30.2 gives node:http2's trailers object to onComplete
 // (lib/dispatcher/client-h2.js:830-836), which its adapter parses as a flat list
@@ -50,9 +85,9 @@ export class DigestHandler implements Handler {
       })
       if (this.#failed) return
     } else this.#check = check
-    if (check.decoder !== null) {
+    if (check.decodes) {
       const shared = this.#shared = new SharedController(controller)
-      check.decoder.onRelease(() => shared.release())
+      check.release = () => shared.release()
     }
     this.#handler.onResponseStart?.(this.#above(controller), statusCode, headers as never, statusMessage)
   }

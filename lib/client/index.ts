@@ -1,6 +1,5 @@
-// fastify-digest-fields/client: RFC 9530 digest fields for undici 7 clients. It
-// loads neither fastify nor undici: the interceptor goes to the caller's dispatcher.
-import { clientErrors } from './failures'
+// fastify-digest-fields/client: RFC 9530 digest fields for undici 7 clients; loads neither fastify nor undici.
+import { clientErrors } from '../core/errors'
 import { digestInterceptor } from './interceptor'
 import { digestBody, digestHeaders } from './request-digest'
 

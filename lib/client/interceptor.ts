@@ -1,15 +1,82 @@
-// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44,
-// compose()) adding Want-*-Digest, `TE: trailers` and Content-Digest fields to a
-// request, and checking its response with a DigestHandler. Request headers come
-// as a flat [name, value, …] array, an iterable of pairs or an object (undici
-// 7.30.2 lib/core/request.js:196-218); read case-insensitively, sent back flat.
+// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44), its options
+// validated once, adding Want-*-Digest, `TE: trailers` and Content-Digest to a request, its
+// response checked by a DigestHandler. Headers come flat, as pairs or as an object (lib/core/request.js:196-218).
 import type { Dispatcher } from 'undici'
-import type { DigestInterceptorOptions } from '../../types/client'
-import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
+import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
+import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
+import { digestFieldOf, parseDigestField, parseWantField, serializeWantField } from '../core/fields'
+import { nearestKey } from '../core/nearest-key'
+import { checkAlgorithms, describe } from '../core/option-checks'
 import { DigestHandler } from './handler'
-import { normalizeClientOptions } from './options'
 import { knownBytes, prepareBody, type PreparedBody } from './request-digest'
 import type { RequestFacts } from './response-check'
+
+/** The options, checked once (the plugin's names and defaults where they mean the same); want*: the Want-* values to send, or null. */
+export type ClientParams = ReturnType<typeof normalizeClientOptions>
+
+export const defaultMaxDecodedSize = 64 * 1024 * 1024
+
+const optionKeys: Readonly<Record<keyof DigestInterceptorOptions, true>> = {
+  algorithms: true, verify: true, strict: true, reprDigest: true, want: true, maxDecodedSize: true
+}
+const keys = Object.keys(optionKeys)
+const WANT_KEYS = ['content', 'repr', 'unencoded']
+
+const fail = (name: string, reason: string): Error => new FST_DIGEST_INVALID_OPTION(name, reason)
+
+/** An accepted algorithm or a list of 1 to 10 as a Want-* value: weights 10, 9, … (RFC 9530 §4). */
+function wantValue (value: unknown, name: string, enabled: readonly DigestAlgorithm[]): string | null {
+  if (value === undefined) return null
+  const list: unknown[] = Array.isArray(value) ? value : [value]
+  if (list.length === 0 || list.length > 10) throw fail(name, `expected 1 to 10 algorithms, got ${list.length}`)
+  list.forEach((key, i) => {
+    if (typeof key !== 'string' || !enabled.includes(key as DigestAlgorithm)) {
+      throw fail(name, `expected algorithms among the accepted ones (${enabled.join(', ')}), got ${describe(key)}`)
+    }
+    if (list.indexOf(key) !== i) throw fail(name, `${describe(key)} is listed twice`)
+  })
+  return serializeWantField(list.map((key, i) => [key as string, 10 - i]))
+}
+
+// An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest
+// (docs/design.md, "The client"); the object, per field.
+function checkWant (value: unknown, enabled: readonly DigestAlgorithm[]): Array<string | null> {
+  if (value === undefined) return [null, null, null]
+  if (typeof value === 'string' || Array.isArray(value)) return [...Array(2).fill(wantValue(value, 'want', enabled)), null]
+  if (value === null || typeof value !== 'object') {
+    throw fail('want', `expected an algorithm, a list of them or { content, repr, unencoded }, got ${describe(value)}`)
+  }
+  const unknown = Object.keys(value).find((key) => !WANT_KEYS.includes(key))
+  if (unknown !== undefined) throw fail(`want.${unknown}`, `unknown key (want keys: ${WANT_KEYS.join(', ')})`)
+  return WANT_KEYS.map((key) => wantValue((value as Record<string, unknown>)[key], `want.${key}`, enabled))
+}
+
+/** Validate and freeze the options; throws FST_DIGEST_INVALID_OPTION naming the option. */
+export function normalizeClientOptions (opts: DigestInterceptorOptions = {}) {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw fail('options', `expected an object, got ${describe(opts)}`)
+  const unknown = Object.keys(opts).find((key) => !Object.hasOwn(optionKeys, key))
+  if (unknown !== undefined) {
+    const nearest = nearestKey(unknown, keys)
+    throw fail(unknown, nearest === undefined ? `unknown option (options: ${keys.join(', ')})` : `unknown option; did you mean ${JSON.stringify(nearest)}?`)
+  }
+  const algorithms = checkAlgorithms(opts.algorithms, fail)
+  const { verify = 'if-present', strict = false, maxDecodedSize = defaultMaxDecodedSize } = opts
+  if (verify !== 'if-present' && verify !== 'required') throw fail('verify', `expected 'if-present' or 'required', got ${describe(verify)}`)
+  if (typeof strict !== 'boolean') throw fail('strict', `expected a boolean, got ${describe(strict)}`)
+  const reprDigest = opts.reprDigest ?? (strict ? 'coded' : 'either')
+  if (!['either', 'decoded', 'coded'].includes(reprDigest)) {
+    throw fail('reprDigest', `expected 'either', 'decoded' or 'coded', got ${describe(reprDigest)}`)
+  }
+  // Strict mode is RFC 9530 §3 to the letter: the content coding is part of the representation.
+  if (strict && reprDigest !== 'coded') {
+    throw fail('reprDigest', `strict: true reads a coded Repr-Digest over the coded bytes only, got ${describe(reprDigest)}`)
+  }
+  if (!Number.isSafeInteger(maxDecodedSize) || maxDecodedSize < 0) {
+    throw fail('maxDecodedSize', `expected a non-negative integer number of bytes, got ${describe(maxDecodedSize)}`)
+  }
+  const [wantContent, wantRepr, wantUnencoded] = checkWant(opts.want, algorithms) as [string | null, string | null, string | null]
+  return Object.freeze({ algorithms, verify, strict, reprDigest, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
+}
 
 type HeaderValue = string | string[] | number | undefined | null
 type Pairs = Array<[string, HeaderValue]>
@@ -80,8 +147,8 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
     if (bytes !== null) return send([...pairs, ['content-digest', digestFieldOf(algorithm, bytes, true) as string]], opts.body)
     const prepared = prepareBody(opts.body, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal)
     if (prepared === null) return send(pairs, opts.body)
-    // A Blob or FormData is hashed before the request goes out; an error fails
-    // the request as undici's asynchronous interceptors do (lib/interceptor/dns.js).
+    // A Blob or FormData is hashed first; an error fails the request as undici's asynchronous
+    // interceptors do (lib/interceptor/dns.js).
     const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
     prepared.then((body) => {
       try {

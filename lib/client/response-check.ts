@@ -1,28 +1,24 @@
-// One response's check: what to hash, decided from its head; the hashing as the
-// body streams; the verdict at its end, trailers included.
-// * Content-Digest is over the content as received (RFC 9530 §2). Repr-Digest is
-//   over the representation (§3): with a content coding, the coded bytes (§3,
-//   Appendix A; strict mode) or the decoded ones (the plugin's default mode):
-//   either by default, one with `reprDigest`. Unencoded-Digest: the decoded bytes
-//   only (draft-ietf-httpbis-unencoded-digest §3).
-// * Content that fails to decode has no decoded reading; where it is unknown
-//   (maxDecodedSize, a coding not decoded here), a digest not of the coded bytes is
-//   unchecked: it fails only under verify: 'required', with no other digest verified.
-// * Not checked: Repr- and Unencoded-Digest on HEAD (§3.1), 204 (Appendix B.5) and
-//   206 (the whole representation's); Repr-Digest on 406 (the plugin's is the current
-//   representation's); anything on 304 (RFC 9110 §15.4.5). HEAD, 204 and 304 are
-//   decided from the head, so a failure rejects the request itself.
-// * Trailer fields (§2, §3) are checked when the Trailer field names them (RFC 9110
-//   §6.6.2), or `TE: trailers` was sent and the head has no usable digest.
-import type { DigestAlgorithm, DigestClientError } from '../../types/client'
+// One response's check: what to hash, from its head; the hashing as the body streams; the
+// verdict at its end, trailers included. The rules and their sources: docs/design.md, "The client".
+import type { DigestAlgorithm, DigestClientError, DigestClientErrorCode } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
+import { DECODABLE_CODINGS, DecodingTap, MAX_CODINGS, contentCoding, createContentDecoders, decodeWhole, decodingOrder } from '../core/content-decoding'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
+import { clientErrors } from '../core/errors'
 import { parseDigestField } from '../core/fields'
 import { usableAlgorithms, verifyDigests } from '../core/compare'
-import { clientError } from './failures'
-import type { ClientParams } from './options'
-import { MAX_PROBLEM_SIZE, mayBeProblem, refusalOf } from './refusal'
-import { DECODED_CODINGS, MAX_CODINGS, codingsOf, sideDecoder, type SideDecoder } from './side-decoder'
+import type { ClientParams } from './interceptor'
+
+// node:zlib makes a thread-pool round trip per write and output chunk. The response is held
+// once the first decoder queued HOLD_SIZE, until its 'drain': undici 7.30.2's resume() reads
+// the socket's whole buffer (lib/dispatcher/client-h1.js:284-303), quadratic if held per 16 KiB.
+export const CHUNK_SIZE = 64 * 1024
+export const HOLD_SIZE = 1024 * 1024
+const BATCH_SIZE = 256 * 1024
+const PROFILE = { chunkSize: CHUNK_SIZE, queue: HOLD_SIZE, rawDeflate: true }
+
+const MAX_PROBLEM_SIZE = 64 * 1024 // a larger body is not read as a problem
+const DIGEST_TYPE = 'https://iana.org/assignments/http-problem-types#digest-'
 
 export type ResponseHeaders = Record<string, string | string[] | undefined>
 
@@ -34,6 +30,34 @@ function responseField (headers: ResponseHeaders, name: string): string | undefi
 
 /** The request's method, whether it sent `TE: trailers`, and the digest field (and its first algorithm) a refusal is about. */
 export interface RequestFacts { readonly method: string, readonly trailers: boolean, readonly digestField: string | null, readonly digestAlgorithm: string | null }
+
+/** The error of `code`, carrying the `field` and `algorithm` at fault. */
+function clientError (code: DigestClientErrorCode, field: string, algorithm: string | null, ...detail: [string?]): DigestClientError {
+  const err = new clientErrors[code](field, algorithm ?? 'none', ...detail)
+  return Object.assign(err, { field, algorithm }) as DigestClientError
+}
+
+/** A 406 to a request with digest fields, or problem details (RFC 9457) of a digest-fields type or FST_DIGEST_* `code`. */
+function refusalOf (status: number, request: RequestFacts, body: Buffer | null, coding: string | null): DigestClientError | null {
+  const { digestField, digestAlgorithm } = request
+  if (status === 406 && digestField !== null) return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, digestAlgorithm)
+  const codings = coding === null ? [] : decodingOrder(coding)
+  if (body === null || codings === null) return null
+  let problem: Record<string, unknown>
+  try {
+    problem = JSON.parse(decodeWhole(codings, body, MAX_PROBLEM_SIZE).toString())
+  } catch {
+    return null
+  }
+  if (problem === null || typeof problem !== 'object') return null
+  const { type, code, detail, title } = problem
+  if (!(typeof type === 'string' && type.startsWith(DIGEST_TYPE)) && !(typeof code === 'string' && code.startsWith('FST_DIGEST_'))) return null
+  const member = (['mismatched_digests', 'invalid_digests', 'unsupported_algorithms'].map((key) => problem[key])
+    .map((list) => Array.isArray(list) ? list[0] as unknown : null).find((first) => first !== null && typeof first === 'object') ?? {}) as Record<string, unknown>
+  const field = typeof member.header === 'string' ? member.header : digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField
+  const text = typeof detail === 'string' ? detail : typeof title === 'string' ? title : String(type ?? code)
+  return clientError('FST_DIGEST_REQUEST_REJECTED', field, typeof member.algorithm === 'string' ? member.algorithm : null, text)
+}
 
 const FIELDS: readonly DigestFieldName[] = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest']
 const NONE: DigestResults = new Map()
@@ -63,14 +87,15 @@ export class ResponseCheck {
   readonly #received: Array<{ field: DigestFieldName, digests: DigestMap }> = []
   readonly #errors: DigestClientError[] = []
   readonly #fields: readonly DigestFieldName[] // the fields checked on this response
-  readonly #coding: string | undefined
-  readonly #coded: boolean // a content coding, one not decoded here included
+  readonly #coding: string | null // a content coding, one not decoded here included
   readonly #trailerFields: boolean
   readonly empty: boolean // no content can follow
   #hasher: MultiDigester | null = null
-  #decoder: SideDecoder | null = null
+  #decoder: DecodingTap | null = null
   #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
+  /** Called when a held response may go on (the side decoder's queue drained, or it stopped). */
+  release: (() => void) | null = null
 
   constructor (params: ClientParams, request: RequestFacts, status: number, headers: ResponseHeaders) {
     this.#params = params
@@ -80,59 +105,54 @@ export class ResponseCheck {
     this.empty = head || status === 204 || status === 304
     const ofRepr = !head && ![204, 206, 304].includes(status)
     this.#fields = FIELDS.filter((f) => f === 'Content-Digest' || (ofRepr && (f === 'Unencoded-Digest' || status !== 406)))
-    this.#coding = responseField(headers, 'content-encoding')?.trim()
-    this.#coded = codingsOf(this.#coding)?.length !== 0
-    const got = this.#read(headers)
-    const [content, repr, unencoded] = FIELDS.map((f) => got.get(f))
+    this.#coding = contentCoding(responseField(headers, 'content-encoding'))
+    this.#read(headers)
+    const [content, repr, unencoded] = FIELDS.map((f) => this.#received.find((r) => r.field === f)?.digests)
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
     this.#trailerFields = !this.empty && (/content-digest|repr-digest|unencoded-digest/.test((responseField(headers, 'trailer') ?? '').toLowerCase()) ||
       (request.trailers && !inHead))
-    if (mayBeProblem(status, responseField(headers, 'content-type'))) this.#problem = Buffer.alloc(0)
+    const type = responseField(headers, 'content-type')
+    if (status >= 400 && type?.trim().toLowerCase().startsWith('application/problem+json') === true) this.#problem = Buffer.alloc(0)
     if (status === 304) return
-    // Hashed as received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest without a
-    // coding; decoded: Repr-Digest's decoded reading, Unencoded-Digest. Trailers: every algorithm.
-    const onDecoded = this.#coded && params.reprDigest === 'decoded'
-    const decodes = this.#coded && !this.empty
+    // Hashed as received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest without
+    // a coding; decoded: the other readings. Every algorithm for trailers.
+    const coded = this.#coding !== null
+    const onDecoded = coded && params.reprDigest === 'decoded'
+    const decodes = coded && !this.empty
     const pick = (wanted: (a: DigestAlgorithm) => boolean): readonly DigestAlgorithm[] =>
       this.#trailerFields ? params.algorithms : params.algorithms.filter(wanted)
-    const coded = pick((a) => content?.has(a) === true || (!onDecoded && repr?.has(a) === true) || (!decodes && unencoded?.has(a) === true))
-    // (Where Unencoded-Digest is not checked, Repr-Digest is not either.)
+    const received = pick((a) => content?.has(a) === true || (!onDecoded && repr?.has(a) === true) || (!decodes && unencoded?.has(a) === true))
     const decoded = decodes && ofRepr
       ? pick((a) => (params.reprDigest !== 'coded' && repr?.has(a) === true) || unencoded?.has(a) === true)
       : []
-    if (coded.length > 0) this.#hasher = new MultiDigester(coded)
+    if (received.length > 0) this.#hasher = new MultiDigester(received)
     if (decoded.length === 0) return
-    this.#decoder = sideDecoder(this.#coding as string, decoded, params.maxDecodedSize)
-    if (this.#decoder === null) {
-      this.#undecodable = `content coding "${this.#coding as string}" is not decoded here (${DECODED_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
-    }
+    const stages = createContentDecoders(this.#coding as string, PROFILE)
+    if (stages !== null) this.#decoder = new DecodingTap(stages, decoded, params.maxDecodedSize, BATCH_SIZE)
+    else this.#undecodable = `content coding "${this.#coding as string}" is not decoded here (${DECODABLE_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
   }
 
   /** The digest fields checked, from the head or the trailers. */
-  #read (fields: ResponseHeaders): Map<DigestFieldName, DigestMap> {
-    const got = new Map<DigestFieldName, DigestMap>()
+  #read (fields: ResponseHeaders): void {
     for (const field of this.#fields) {
       try {
         const digests = parseDigestField(responseField(fields, field.toLowerCase()), field)
-        if (digests === null) continue
-        got.set(field, digests)
-        this.#received.push({ field, digests })
+        if (digests !== null) this.#received.push({ field, digests })
       } catch (err) {
         this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
       }
     }
-    return got
   }
 
-  /** The side decoder, when one runs: the response may be held for it (SharedController). */
-  get decoder (): SideDecoder | null { return this.#decoder }
+  /** Whether a side decoder runs: the response may be held for it. */
+  get decodes (): boolean { return this.#decoder !== null }
 
-  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response. */
+  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response until release(). */
   update (chunk: Uint8Array): boolean {
     this.#hasher?.update(chunk)
     const problem = this.#problem
     if (problem !== null) this.#problem = problem.length + chunk.byteLength > MAX_PROBLEM_SIZE ? null : Buffer.concat([problem, chunk])
-    return this.#decoder?.write(chunk) ?? true
+    return this.#decoder?.push(chunk, this.release) ?? true
   }
 
   /** Stop everything (the response failed or was aborted). */
@@ -145,10 +165,10 @@ export class ResponseCheck {
     const decoder = this.#decoder
     if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
     decoder.end(() => done(this.#verdict(coded, decoder.digests,
-      decoder.exceeded ? `the decoded content exceeds maxDecodedSize (${this.#params.maxDecodedSize} bytes)` : null)))
+      decoder.failure === 'too-large' ? `the decoded content exceeds maxDecodedSize (${this.#params.maxDecodedSize} bytes)` : null)))
   }
 
-  /** `decoded`: the decoded content's digests, when known; `undecoded`: why they are unknown although they exist, or null. */
+  /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
   #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): DigestClientError | null {
     let failure = this.#errors[0] ?? null
     if (this.#status === 304) return failure
@@ -173,14 +193,15 @@ export class ResponseCheck {
     return failure
   }
 
-  /** One field against the readings it may be of (see the head of this file). */
+  /** One field against the readings it may be of. */
   #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
     const enabled = this.#params.algorithms
-    if (this.#coded && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && this.#params.reprDigest === 'decoded'))) {
+    const isCoded = this.#coding !== null
+    if (isCoded && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && this.#params.reprDigest === 'decoded'))) {
       return decoded === null ? noReading(field, digests, enabled) : verifyDigests(field, digests, decoded, enabled)
     }
     const verification = verifyDigests(field, digests, coded, enabled)
-    if (field !== 'Repr-Digest' || !this.#coded || verification.ok || this.#params.reprDigest === 'coded' || decoded === null) return verification
+    if (field !== 'Repr-Digest' || !isCoded || verification.ok || this.#params.reprDigest === 'coded' || decoded === null) return verification
     const other = verifyDigests(field, digests, decoded, enabled)
     return other.ok || failureOf(verification) === null ? other : verification
   }

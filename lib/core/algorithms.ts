@@ -1,10 +1,6 @@
-// The RFC 9530 §5 algorithm registry and the hashing behind each key.
-//
-// Digests are raw octets, what a Byte Sequence carries (RFC 9530 §2, §3,
-// Appendix D). The checksums become big-endian octets of a fixed width (2 for
-// unixsum, 4 for the others): the RFC does not state the width, but Appendix
-// D's vectors keep leading zero octets (unixsum `GQU=` is 6405; of empty
-// input, `AAA=`).
+// The RFC 9530 §5 algorithm registry and the hashing behind each key. Digests are raw
+// octets (a Byte Sequence's, §2); a checksum is big-endian of a fixed width, 2 octets for
+// unixsum, 4 for the others, as Appendix D's vectors keep leading zeros (unixsum `GQU=`).
 import { createHash, hash, type Hash } from 'node:crypto'
 import type { ALGORITHMS as PublicAlgorithms, DigestAlgorithm, Digester } from '../../types/index'
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from './errors'
@@ -13,29 +9,26 @@ import { adler32, bsdSum, cksumFinish, cksumUpdate, crc32c } from './checksums'
 type Status = (typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer Info> ? Info : never)['status']
 type Data = Buffer | Uint8Array | string
 
-/** A checksum: its state before any data, a chunk folded in, and state plus length → its value. */
+/** A checksum: its state before any data, a chunk folded in, and (cksum) state plus length → its value. */
 interface Checksum {
   readonly start: number
   readonly update: (data: Uint8Array, state: number) => number
-  readonly finish: (state: number, length: number) => number
+  readonly finish?: (state: number, length: number) => number
 }
 
 interface Entry { readonly length: number, readonly hash?: string, readonly checksum?: Checksum }
 
-const done = (state: number): number => state
-
-// The IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5,
-// §7.2), in the order ALGORITHMS keeps: sha-256 first, then sha-512, then the
-// deprecated keys in registry order. `sha` is SHA-1 (RFC 3174).
+// The IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5, §7.2): the
+// active keys first, then the deprecated ones in registry order. `sha` is SHA-1 (RFC 3174).
 const REGISTRY: ReadonlyArray<readonly [DigestAlgorithm, Status, Entry]> = [
   ['sha-256', 'active', { length: 32, hash: 'sha256' }],
   ['sha-512', 'active', { length: 64, hash: 'sha512' }],
   ['md5', 'deprecated', { length: 16, hash: 'md5' }],
   ['sha', 'deprecated', { length: 20, hash: 'sha1' }],
-  ['unixsum', 'deprecated', { length: 2, checksum: { start: 0, update: bsdSum, finish: done } }],
+  ['unixsum', 'deprecated', { length: 2, checksum: { start: 0, update: bsdSum } }],
   ['unixcksum', 'deprecated', { length: 4, checksum: { start: 0, update: cksumUpdate, finish: cksumFinish } }],
-  ['adler', 'deprecated', { length: 4, checksum: { start: 1, update: adler32, finish: done } }],
-  ['crc32c', 'deprecated', { length: 4, checksum: { start: 0, update: crc32c, finish: done } }]
+  ['adler', 'deprecated', { length: 4, checksum: { start: 1, update: adler32 } }],
+  ['crc32c', 'deprecated', { length: 4, checksum: { start: 0, update: crc32c } }]
 ]
 
 /** The registry keys in order, each mapped to a frozen `{ key, status, length }` (length in octets). */
@@ -62,30 +55,24 @@ function toBytes (data: Data): Uint8Array {
   throw new TypeError('The data to digest must be a string, a Buffer or a Uint8Array')
 }
 
-function toOctets (value: number, width: number): Buffer {
+/** A checksum's value, as big-endian octets of its width. */
+function checksumOctets ({ length: width, checksum }: Entry, state: number, length: number): Buffer {
   const out = Buffer.allocUnsafe(width)
-  out.writeUIntBE(value, 0, width)
+  out.writeUIntBE(checksum?.finish?.(state, length) ?? state, 0, width)
   return out
 }
 
-/**
- * Digest a whole payload at once, as raw octets. Throws
- * FST_DIGEST_UNKNOWN_ALGORITHM for keys outside the registry (case-sensitive).
- * crypto.hash() (Node.js 20.12 on, hence `engines`) skips the Hash object; its
- * latin1 output turned back into octets is exact (one code unit per octet) and
- * cheaper than its 'buffer' output (docs/benchmarks.md).
- */
+// A whole payload's digest; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. crypto.hash() (Node.js
+// 20.12 on) skips the Hash object; its latin1 output is cheaper than 'buffer' (docs/benchmarks.md).
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
-  const { length, hash: name, checksum } = lookup(algorithm)
+  const entry = lookup(algorithm)
+  const { hash: name, checksum } = entry
   if (checksum === undefined) return Buffer.from(hash(name as string, data, 'binary'), 'binary')
   const bytes = toBytes(data)
-  return toOctets(checksum.finish(checksum.update(bytes, checksum.start), bytes.length), length)
+  return checksumOctets(entry, checksum.update(bytes, checksum.start), bytes.length)
 }
 
-/**
- * computeDigest() as base64 (a Byte Sequence's content) for one algorithm,
- * looked up once (per route) rather than per call; no octets in between for a hash.
- */
+/** computeDigest() as base64 for one algorithm, looked up once (per route), not per call. */
 export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
   const { hash: name } = lookup(algorithm)
   return name === undefined
@@ -93,11 +80,7 @@ export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => str
     : (data) => hash(name, data, 'base64')
 }
 
-/**
- * The Digester contract: digest() finalises on the first call and later calls
- * return a new copy of the same octets (node:crypto's Hash throws instead);
- * update() after digest() throws.
- */
+/** digest() finalises once, later calls return a copy (node:crypto's Hash throws); update() after it throws. */
 class IncrementalDigester implements Digester {
   readonly algorithm: DigestAlgorithm
   readonly #entry: Entry
@@ -128,16 +111,12 @@ class IncrementalDigester implements Digester {
   digest (): Buffer {
     this.#result ??= this.#hash !== null
       ? this.#hash.digest()
-      : toOctets((this.#entry.checksum as Checksum).finish(this.#state, this.#length), this.#entry.length)
+      : checksumOctets(this.#entry, this.#state, this.#length)
     return Buffer.from(this.#result)
   }
 }
 
-/**
- * An incremental digester for one algorithm: chunks through update()
- * (strings are UTF-8), the raw octets from digest(). Throws
- * FST_DIGEST_UNKNOWN_ALGORITHM for keys outside the registry.
- */
+/** An incremental digester (strings are UTF-8); FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. */
 export function createDigester (algorithm: DigestAlgorithm): Digester {
   return new IncrementalDigester(algorithm, lookup(algorithm))
 }

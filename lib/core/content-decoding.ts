@@ -1,26 +1,49 @@
-// Decoding a request's content codings on the side, for hashing only: the
-// digests of the decoded content (a default-mode Repr-Digest, an
-// Unencoded-Digest) when @fastify/compress does not decode it
-// (docs/design.md, "Content coding of requests"). The route still receives
-// the bytes as sent. Pure: node:zlib, no fastify.
+// Content codings decoded on the side with node:zlib, for the digests of the decoded content
+// (a default-mode Repr-Digest, an Unencoded-Digest); the reader still gets the bytes as sent.
 import * as zlib from 'node:zlib'
-import type { Transform } from 'node:stream'
+import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
 
-type DecoderFactory = () => Transform
+/** How a stack is built: zlib's chunk size, the first decoder's queue, and `deflate` raw too. */
+export interface DecoderProfile { readonly chunkSize?: number, readonly queue?: number, readonly rawDeflate?: boolean }
+type Factory = (options: { chunkSize?: number, writableHighWaterMark?: number }) => Transform
+type Decode = (data: Buffer, options: zlib.ZlibOptions) => Buffer
 
-// zstd (RFC 8878) where node:zlib has it (Node.js 22.15 and 23.8 on);
-// elsewhere it is a coding like any other not decoded here.
-const OPTIONAL: ReadonlyArray<readonly [string, unknown]> = [['zstd', (zlib as unknown as Record<string, unknown>).createZstdDecompress]]
+// "deflate" is zlib data (RFC 9110 §8.4.1.2), yet fetch reads raw deflate too (undici
+// lib/web/fetch/util.js): a zlib header has method 8 in its first octet (RFC 1950 §2.2).
+const hasZlibHeader = (data: Uint8Array): boolean => ((data[0] as number) & 0x0f) === 0x08
 
-// HTTP's "deflate" is the zlib format (RFC 9110 §8.4.1.2), as @fastify/compress decodes it.
-const DECODERS: ReadonlyMap<string, DecoderFactory> = new Map([
-  ['gzip', zlib.createGunzip],
-  ['x-gzip', zlib.createGunzip],
-  ['deflate', zlib.createInflate],
-  ['br', zlib.createBrotliDecompress],
-  ...OPTIONAL.filter((entry): entry is readonly [string, DecoderFactory] => typeof entry[1] === 'function')
+const eitherDeflate: Factory = ({ chunkSize, writableHighWaterMark }) => {
+  let inner: Transform | null = null
+  return new Transform({
+    writableHighWaterMark,
+    transform (chunk: Buffer, _encoding, callback) {
+      inner ??= (hasZlibHeader(chunk) ? zlib.createInflate : zlib.createInflateRaw)({ chunkSize })
+        .on('data', (data: Buffer) => this.push(data)).on('error', (err) => this.destroy(err))
+      inner.write(chunk, callback)
+    },
+    flush (callback) {
+      if (inner === null) return callback()
+      inner.once('end', () => callback()).end()
+    },
+    destroy (err, callback) {
+      inner?.destroy()
+      callback(err)
+    }
+  })
+}
+
+const inflateEither: Decode = (data, options) => (hasZlibHeader(data) ? zlib.inflateSync : zlib.inflateRawSync)(data, options)
+
+// Each coding's stream decoder and whole-body one (the latter reads raw deflate too). zstd
+// (RFC 8878) where node:zlib has it (Node.js 22.15 and 23.8 on).
+const zstd = zlib as unknown as { createZstdDecompress?: Factory, zstdDecompressSync: Decode }
+const DECODERS: ReadonlyMap<string, readonly [Factory, Decode]> = new Map<string, readonly [Factory, Decode]>([
+  ['gzip', [zlib.createGunzip, zlib.gunzipSync]], ['x-gzip', [zlib.createGunzip, zlib.gunzipSync]],
+  ['deflate', [zlib.createInflate, inflateEither]], ['br', [zlib.createBrotliDecompress, zlib.brotliDecompressSync]],
+  ...([['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]]] as const)
+    .filter((entry): entry is ['zstd', [Factory, Decode]] => entry[1][0] !== undefined)
 ])
 
 /** The content codings decoded on the side (RFC 9110 §8.4.1). */
@@ -29,96 +52,117 @@ export const DECODABLE_CODINGS: readonly string[] = Object.freeze([...DECODERS.k
 /** At most this many codings are decoded, as fetch and curl do (curl's limit for CVE-2022-32206). */
 export const MAX_CODINGS = 5
 
-/**
- * The content codings of a Content-Encoding value, lowercased, in the order
- * applied (RFC 9110 §8.4), as one string (`gzip, br`); null for none
- * (absent, empty, or only `identity`).
- */
+/** A Content-Encoding's codings, lowercased, as applied (`gzip, br`); null for none (absent, empty, `identity`). */
 export function contentCoding (value: string | string[] | undefined): string | null {
   if (typeof value !== 'string') return null
   const codings = value.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity')
   return codings.length === 0 ? null : codings.join(', ')
 }
 
+/** contentCoding()'s codings, last applied first (RFC 9110 §8.4); null when one is not decoded here, or past MAX_CODINGS. */
+export function decodingOrder (coding: string): string[] | null {
+  const codings = coding.split(', ').reverse()
+  return codings.length > MAX_CODINGS || codings.some((c) => !DECODERS.has(c)) ? null : codings
+}
+
 /** The decoders in decoding order: coded bytes into the first, decoded ones out of the last. */
 export type DecoderStages = readonly [Transform, ...Transform[]]
 
-/**
- * Decoders for contentCoding()'s value, the last applied first (RFC 9110
- * §8.4: "gzip, br" is undone by brotli, then gunzip); null when a coding is
- * not decoded here, or there are more than MAX_CODINGS.
- */
-export function createContentDecoders (coding: string): DecoderStages | null {
-  const codings = coding.split(', ')
-  if (codings.length > MAX_CODINGS) return null
-  const stages: Transform[] = []
-  for (const name of codings.reverse()) {
-    const create = DECODERS.get(name)
-    if (create === undefined) return null
-    stages.push(create())
-  }
-  return stages as unknown as DecoderStages
+/** The decoders of contentCoding()'s value, or null (decodingOrder()). */
+export function createContentDecoders (coding: string, { chunkSize, queue, rawDeflate }: DecoderProfile = {}): DecoderStages | null {
+  const order = decodingOrder(coding)
+  if (order === null) return null
+  return order.map((name, i) => {
+    const create = name === 'deflate' && rawDeflate === true ? eitherDeflate : (DECODERS.get(name) as [Factory, Decode])[0]
+    return create(i === 0 ? { chunkSize, writableHighWaterMark: queue } : { chunkSize })
+  }) as unknown as DecoderStages
+}
+
+/** A whole body of decodingOrder()'s codings decoded, each step capped at `max` bytes; throws on bad data. */
+export function decodeWhole (codings: readonly string[], data: Buffer, max: number): Buffer {
+  return codings.reduce((out, c) => (DECODERS.get(c) as [Factory, Decode])[1](out, { maxOutputLength: max }), data)
 }
 
 export type DecodeFailure = 'invalid' | 'too-large'
 
-/**
- * A StreamTap that decodes and hashes the decoded bytes. It stops with
- * 'too-large' as soon as they, or the output of any decoder of a stack,
- * exceed `limit` (a decompression bomb costs at most `limit` bytes per
- * decoder, and no memory), and with 'invalid' on data that does not
- * decode. Once stopped (a failure, the end, destroy()) it drops what it is
- * given and answers pending callbacks at once, so its feeder never stalls.
- */
+// Decodes and hashes the decoded bytes; stops with 'too-large' once the output of any decoder
+// exceeds `limit`, with 'invalid' on data that does not decode, and then drops what it is given
+// and answers waiting callbacks. Writes are gathered up to `batch` bytes (a thread-pool round trip each).
 export class DecodingTap implements StreamTap {
   readonly #stages: DecoderStages
   readonly #hasher: MultiDigester
+  readonly #batchSize: number
+  #batch: Uint8Array[] = []
+  #batched = 0
   #pending: (() => void) | null = null
   #done: (() => void) | null = null
   #stopped = false
   digests: DigestResults | null = null
   failure: DecodeFailure | null = null
 
-  constructor (stages: DecoderStages, algorithms: Iterable<DigestAlgorithm>, limit: number) {
+  constructor (stages: DecoderStages, algorithms: Iterable<DigestAlgorithm>, limit: number, batch = 0) {
     this.#stages = stages
     this.#hasher = new MultiDigester(algorithms)
+    this.#batchSize = batch
     const last = stages[stages.length - 1] as Transform
-    // pipe() carries data, backpressure and the end between decoders, not errors.
+    // pipe() carries data, backpressure and the end between decoders, not errors; `on`, as a
+    // decoder may fail after the end.
     stages.forEach((stage, i) => {
-      stage.on('error', () => this.#fail('invalid'))
-      if (stage === last) return
       let bytes = 0
-      stage.on('data', (chunk: Buffer) => {
+      stage.on('error', () => this.#stop('invalid')).on('data', (chunk: Buffer) => {
         bytes += chunk.length
-        if (bytes > limit) this.#fail('too-large')
+        if (bytes > limit) this.#stop('too-large')
+        else if (stage === last) this.#hasher.update(chunk)
       })
-      stage.pipe(stages[i + 1] as Transform)
+      if (stage !== last) stage.pipe(stages[i + 1] as Transform)
     })
-    last.on('data', (chunk: Buffer) => {
-      if (this.#hasher.bytes + chunk.length > limit) this.#fail('too-large')
-      else this.#hasher.update(chunk)
-    })
+    // Held on the first decoder's queue only: a later full one pauses the pipe into it.
     stages[0].on('drain', () => this.#release())
-    last.on('end', () => {
+    last.once('end', () => {
       this.digests = this.#hasher.digest()
-      this.#stop()
+      this.#stop(null)
     })
   }
 
-  write (chunk: Buffer, next: () => void): void {
-    if (this.#stopped || this.#stages[0].write(chunk)) return next()
+  /** True when it takes more now; else `next` is called once it does (or has stopped). */
+  push (chunk: Uint8Array, next: (() => void) | null): boolean {
+    if (this.#stopped) return true
+    this.#batched += chunk.byteLength
+    if (this.#batched < this.#batchSize) {
+      this.#batch.push(chunk)
+      return true
+    }
+    if (this.#flush(chunk)) return true
     this.#pending = next
+    return false
+  }
+
+  write (chunk: Buffer, next: () => void): void {
+    if (this.push(chunk, next)) next()
+  }
+
+  /** Writes the batch and `last` as one buffer (`last` alone without a batch: no array touched). */
+  #flush (last: Uint8Array | null): boolean {
+    let data = last as Uint8Array
+    if (this.#batch.length > 0) {
+      if (last !== null) this.#batch.push(last)
+      data = Buffer.concat(this.#batch, this.#batched)
+      this.#batch = []
+    }
+    this.#batched = 0
+    return this.#stages[0].write(data)
   }
 
   end (done: () => void): void {
     if (this.#stopped) return done()
     this.#done = done
+    if (this.#batched > 0) this.#flush(null)
     this.#stages[0].end()
   }
 
   /** Stop without a result (neither digests nor failure). */
   destroy (): void {
-    this.#stop()
+    this.#stop(null)
   }
 
   #release (): void {
@@ -127,15 +171,11 @@ export class DecodingTap implements StreamTap {
     pending?.()
   }
 
-  #fail (failure: DecodeFailure): void {
-    /* c8 ignore next -- a destroyed decoder emits no further data or errors; kept as a guard */
+  #stop (failure: DecodeFailure | null): void {
     if (this.#stopped) return
-    this.failure = failure
-    this.#stop()
-  }
-
-  #stop (): void {
     this.#stopped = true
+    this.failure = failure
+    this.#batch.length = 0
     for (const stage of this.#stages) stage.destroy()
     this.#release()
     const done = this.#done

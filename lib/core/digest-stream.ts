@@ -1,5 +1,5 @@
-// Hashing as bytes flow: several algorithms at once, each byte fed to each
-// hasher exactly once, chunks passed through untouched (no copies).
+// Hashing as bytes flow: several algorithms at once, each byte fed to each hasher once,
+// chunks passed through untouched.
 import { Readable, Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm, Digester } from '../../types/index'
 import { createDigester, computeDigest } from './algorithms'
@@ -35,11 +35,7 @@ export function digestAll (algorithms: Iterable<DigestAlgorithm>, data: Buffer |
   return out
 }
 
-/**
- * A pass-through Transform that hashes what flows through it. `digests` is
- * set just before the stream ends ('finish' of the writable side, before the
- * readable side's 'end'), so consumers reading to the end can rely on it.
- */
+/** A pass-through that hashes what flows; `digests` is set before its readable side ends. */
 export class DigestTransform extends Transform {
   readonly #hasher: MultiDigester
   digests: DigestResults | null = null
@@ -62,15 +58,8 @@ export class DigestTransform extends Transform {
 
 const NO_DIGEST = Buffer.alloc(0)
 
-/**
- * A pass-through stream checking bytes against digests taken before they
- * were sent (a file's, from a cache or a read on the side): it hashes what
- * flows through it and holds the last chunk back until the end, where every
- * digest in `expected` (filled in at any time before the end) must match.
- * On a mismatch it fails with `mismatch()`'s error instead of ending: the
- * receiver never gets the last bytes, so the response is cut, never
- * complete.
- */
+// A pass-through checking bytes against digests taken before (a file's): the last chunk is held
+// back until every digest in `expected` matches, else it fails with `mismatch()`'s error.
 export class CheckedStream extends Transform {
   readonly #hasher: MultiDigester
   readonly #mismatch: (algorithm: DigestAlgorithm) => Error
@@ -93,7 +82,7 @@ export class CheckedStream extends Transform {
   override _flush (callback: TransformCallback): void {
     const actual = this.#hasher.digest()
     for (const [algorithm, value] of this.expected) {
-      // An algorithm that was not hashed cannot be vouched for either.
+      // An algorithm not hashed cannot be vouched for.
       if (!digestsEqual(actual.get(algorithm) ?? NO_DIGEST, value)) {
         callback(this.#mismatch(algorithm))
         return
@@ -103,28 +92,15 @@ export class CheckedStream extends Transform {
   }
 }
 
-export interface Collected {
-  /** All chunks, when the stream ended within the limit; otherwise null. */
-  chunks: Buffer[] | null
-  /** A stream replaying what was read and the rest of the source, when over the limit. */
-  rest: NodeJS.ReadableStream | null
-  bytes: number
-}
+/** The chunks, when the stream ended within the limit; else `rest`, replaying what was read and the rest. */
+export interface Collected { chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }
 
 async function * replay (head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
   yield * head
-  while (true) {
-    const next = await it.next()
-    if (next.done === true) return
-    yield next.value
-  }
+  for (let next = await it.next(); next.done !== true; next = await it.next()) yield next.value
 }
 
-/**
- * Read a stream into memory up to `limit` bytes. Within the limit the chunks
- * are returned; over it, reading stops and `rest` replays everything (the
- * bytes already read, then the remainder) without holding more.
- */
+/** Read a stream into memory up to `limit` bytes. */
 export async function collectUpTo (stream: DigestTransform, limit: number): Promise<Collected> {
   const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   const chunks: Buffer[] = []
@@ -132,29 +108,21 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
   while (true) {
     const next = await it.next()
     if (next.done === true) return { chunks, rest: null, bytes }
-    // A DigestTransform's output: Buffers (a Transform decodes written strings).
     const chunk = next.value
     chunks.push(chunk)
     bytes += chunk.byteLength
     if (bytes > limit) {
       const rest = Readable.from(replay(chunks, it), { objectMode: false })
-      // Given up early (a client gone mid-download, a HEAD): destroy the
-      // stream read here too, so the pipeline feeding it releases its source
-      // (e.g. closes a file). Nothing else would: the generator may never
-      // have started, and it does not end what it iterates.
+      // Given up early (a client gone, a HEAD): destroyed too, so that its source is released
+      // (a file closed); the generator may never have started, and does not end what it iterates.
       rest.once('close', () => stream.destroy())
       return { chunks: null, rest, bytes }
     }
   }
 }
 
-/**
- * A second consumer of the bytes flowing through a hashing stream (e.g. a
- * decoder hashing the decoded content on the side). `write` calls `next` when
- * it can take more (backpressure); `end` calls `done` once it has finished
- * with everything it was given; `destroy` drops it, calling at once any
- * `next` or `done` still waiting, so the stream feeding it never stalls.
- */
+// A second consumer of a hashing stream's bytes (a side decoder): `write` calls `next` when it
+// takes more, `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
 export interface StreamTap {
   write (chunk: Buffer, next: () => void): void
   end (done: () => void): void

@@ -1,15 +1,9 @@
-// Whole-file digests, hashed on the side and cached (RFC 9530 §3, B.3;
-// docs/design.md, "Static files"): a 206 and a HEAD carry the Repr-Digest of
-// bytes they do not send. A file is streamed once, never buffered, and its
-// digests kept under its identity (path, size, mtime, ctime, inode) only
-// when the stat of the descriptor read is that identity: the ctime changes
-// at every write and no call sets it back (utimes(2) sets it to now), so a
-// rewrite between or during requests never gets a stale digest. No fastify.
-import type { Stats } from 'node:fs'
-import { open, type FileHandle } from 'node:fs/promises'
+// Whole-file digests for HEAD and 206 (RFC 9530 B.3; docs/design.md, "Static files"): hashed once, or
+// read from sidecars, kept under the file's identity, which every write changes (the ctime never goes back).
+import { constants, type Stats } from 'node:fs'
+import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults } from './digest-stream'
-import { readSidecars } from './sidecars'
 
 /** The stat fields that identify a version of a file. */
 export type FileStat = Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs'>
@@ -26,52 +20,70 @@ export interface ByteRange {
 }
 
 const READ_SIZE = 256 * 1024
+const BACKGROUND_PASSES = 2
 
 export function sameFile (a: FileStat, b: FileStat): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.dev === b.dev
 }
 
-async function readDigests (
-  handle: FileHandle, file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null
-): Promise<DigestResults | null> {
+/** The digests of a file or its inclusive `range`; null when unreadable or not the version `file.stat` describes. */
+export async function hashFile (file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null): Promise<DigestResults | null> {
+  const handle = await open(file.path, 'r').catch(() => null)
+  if (handle === null) return null
   let position = range === null ? 0 : range.start
   const end = range === null ? file.stat.size : range.end + 1
   const hasher = new MultiDigester(algorithms)
   const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(READ_SIZE, end - position)))
-  while (position < end) {
-    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position), position)
-    if (bytesRead === 0) return null // shorter than its stat said
-    hasher.update(buffer.subarray(0, bytesRead))
-    position += bytesRead
-  }
-  // Stat the descriptor once read: another version, or a write while reading, changed it (ctime never goes back).
-  if (!sameFile(await handle.stat(), file.stat)) return null
-  return hasher.digest()
-}
-
-/** The digests of a file or its inclusive `range`; null when unreadable or not the version `file.stat` describes. */
-export async function hashFile (
-  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
-): Promise<DigestResults | null> {
-  let handle: FileHandle
   try {
-    handle = await open(file.path, 'r')
+    while (position < end) {
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position), position)
+      if (bytesRead === 0) return null // shorter than its stat said
+      hasher.update(buffer.subarray(0, bytesRead))
+      position += bytesRead
+    }
+    // The descriptor's stat once read: another version, or a write while reading, changed it.
+    if (sameFile(await handle.stat(), file.stat)) return hasher.digest()
   } catch {
-    return null
+    // Unreadable (a directory, an I/O error): no digest.
+  } finally {
+    await handle.close()
   }
-  const digests = await readDigests(handle, file, algorithms, range).catch(() => null)
-  await handle.close()
-  return digests
+  return null
 }
 
-function identityKey (file: StaticFile): string {
-  const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
-  return `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
-}
+/** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
+const SIDECARS: ReadonlyMap<DigestAlgorithm, readonly [string, number]> = new Map([
+  ['sha-256', ['.sha256', 32]],
+  ['sha-512', ['.sha512', 64]]
+])
 
-interface Entry {
-  readonly stat: FileStat
-  readonly digests: DigestResults
+// One line: the hex alone or followed by blanks and the name (GNU
+// coreutils; `*name` in binary mode), or `TAG (name) = hex` (BSD, OpenSSL).
+const SIDECAR_LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-f]+))\r?\n?$/i
+
+/** The digests of the file at `path` (last changed at `ctimeMs`) that its sidecars give for every one of `algorithms`, else null. */
+export async function readSidecars (path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
+  const out: DigestResults = new Map()
+  for (const algorithm of algorithms) {
+    const sidecar = SIDECARS.get(algorithm)
+    if (sidecar === undefined) return null
+    // Non-blocking: a FIFO in the sidecar's place must not hold a thread.
+    const handle = await open(path + sidecar[0], constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
+    if (handle === null) return null
+    let text = ''
+    try {
+      const stat = await handle.stat()
+      // A regular file of at most 1 KiB, written after the file's last change.
+      if (stat.isFile() && stat.size <= 1024 && stat.ctimeMs >= ctimeMs) text = await handle.readFile('latin1')
+    } finally {
+      await handle.close()
+    }
+    const m = SIDECAR_LINE.exec(text)
+    const hex = m?.[1] ?? m?.[2]
+    if (hex?.length !== sidecar[1] * 2) return null
+    out.set(algorithm, Buffer.from(hex, 'hex'))
+  }
+  return out
 }
 
 /** Set `key` as the most recently used entry of `map`, evicting the least recently used beyond `max`. */
@@ -81,85 +93,50 @@ function touch<V> (map: Map<string, V>, key: string, value: V, max: number): voi
   while (map.size > max) map.delete(map.keys().next().value as string)
 }
 
-/** Background passes that run at once; the others wait for one to end. */
-const BACKGROUND_PASSES = 2
+type Pass = Promise<DigestResults | null>
 
-/**
- * `background`: answer without what is not known yet, hashed in the background
- * (`fileHashing: 'background'`); `sidecars`: digests from sidecars (sidecars.ts),
- * each checked by a background pass; `wrongSidecar`: told of one that did not match.
- */
-interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
-
-interface Found {
-  readonly out: DigestResults
-  readonly waits: Array<[DigestAlgorithm, Promise<Buffer | null>]>
-  readonly missing: DigestAlgorithm[]
+function missingOf (algorithms: readonly DigestAlgorithm[], found: ReadonlyArray<Buffer | Pass | undefined>): DigestAlgorithm[] {
+  return algorithms.filter((_, i) => found[i] === undefined)
 }
 
-/**
- * Digests of whole files, least recently used out, one version per path:
- * `maxEntries` bounds the memory whatever the sizes (0 keeps nothing;
- * concurrent requests still share a pass). Background passes run
- * BACKGROUND_PASSES at a time, at most `maxEntries` waiting: no pile of open files.
- */
+/** `background`: `fileHashing: 'background'`, answering without what is not known yet. */
+interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
+
+// Digests of whole files, one version per path, at most `max`, least recently used out (0 keeps
+// nothing; concurrent requests still share a pass). BACKGROUND_PASSES run at once, at most `max` wait.
 export class FileDigestCache {
-  readonly #max: number
-  readonly #background: boolean
-  readonly #sidecars: boolean
-  readonly #wrongSidecar: (path: string) => void
-  readonly #entries = new Map<string, Entry>()
-  /** Hashing passes under way, by file version, then algorithm. */
-  readonly #pending = new Map<string, Map<DigestAlgorithm, Promise<Buffer | null>>>()
-  /** File versions whose sidecars turned out wrong: never read again. */
+  readonly #entries = new Map<string, { readonly key: string, readonly digests: DigestResults }>()
+  /** Passes under way, by identity key, then algorithm. */
+  readonly #pending = new Map<string, Map<DigestAlgorithm, Pass>>()
+  /** Versions whose sidecars turned out wrong: never read again. */
   readonly #wrong = new Map<string, true>()
   #running = 0
   readonly #queue: Array<() => void> = []
 
-  constructor (maxEntries: number, options: FileCacheOptions = {}) {
-    this.#max = maxEntries
-    this.#background = options.background ?? false
-    this.#sidecars = options.sidecars ?? false
-    this.#wrongSidecar = options.wrongSidecar ?? (() => {})
-  }
+  constructor (private readonly max: number, private readonly options: FileCacheOptions = {}) {}
 
-  #entry (file: StaticFile): Entry | null {
+  #store (file: StaticFile, key: string, digests: DigestResults): void {
     const entry = this.#entries.get(file.path)
-    if (entry === undefined || !sameFile(entry.stat, file.stat)) return null
-    touch(this.#entries, file.path, entry, this.#max)
-    return entry
+    const kept = entry?.key === key ? entry : { key, digests: new Map<DigestAlgorithm, Buffer>() }
+    for (const [a, v] of digests) kept.digests.set(a, v)
+    touch(this.#entries, file.path, kept, this.max)
   }
 
-  #store (file: StaticFile, digests: DigestResults): void {
+  /** For each of `algorithms`: its cached digest, the pass under way that gives it, or undefined. */
+  #lookup (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[]): Array<Buffer | Pass | undefined> {
     const entry = this.#entries.get(file.path)
-    if (entry !== undefined && sameFile(entry.stat, file.stat)) {
-      for (const [a, v] of digests) entry.digests.set(a, v)
-      touch(this.#entries, file.path, entry, this.#max)
-    } else {
-      const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
-      touch(this.#entries, file.path, { stat: { dev, ino, size, mtimeMs, ctimeMs }, digests: new Map(digests) }, this.#max)
-    }
-  }
-
-  /** For each of `algorithms`: its cached digest, the pass under way that will give it, or neither. */
-  #find (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[]): Found {
-    const entry = this.#entry(file)
+    const cached = entry?.key === key ? entry.digests : undefined
+    if (cached !== undefined) touch(this.#entries, file.path, entry, this.max)
     const pending = this.#pending.get(key)
-    const found: Found = { out: new Map(), waits: [], missing: [] }
-    for (const a of algorithms) {
-      const v = entry?.digests.get(a)
-      const p = pending?.get(a)
-      if (v !== undefined) found.out.set(a, v)
-      else if (p !== undefined) found.waits.push([a, p])
-      else found.missing.push(a)
-    }
+    const found: Array<Buffer | Pass | undefined> = []
+    for (const a of algorithms) found.push(cached?.get(a) ?? pending?.get(a))
     return found
   }
 
   /** `run` now, or, in the background, when a slot is free; null when too many wait already. */
-  #schedule (run: () => Promise<DigestResults | null>, background: boolean): Promise<DigestResults | null> | null {
+  #schedule (run: () => Pass, background: boolean): Pass | null {
     if (!background) return run()
-    if (this.#queue.length >= this.#max) return null
+    if (this.#queue.length >= this.max) return null
     return new Promise((resolve) => {
       const start = (): void => {
         this.#running++
@@ -173,62 +150,56 @@ export class FileDigestCache {
     })
   }
 
-  /** One pass over this version for `algorithms`, shared until it ends and kept; checks `claimed` (sidecars'). Null: not started. */
-  #pass (
-    file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null
-  ): Promise<DigestResults | null> | null {
+  /** One pass over this version, shared until it ends, then kept; checks `claimed` (sidecars'). Null: not started. */
+  #pass (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null): Pass | null {
     const hashing = this.#schedule(() => hashFile(file, algorithms), background)
     if (hashing === null) return null
-    const passes = this.#pending.get(key) ?? new Map<DigestAlgorithm, Promise<Buffer | null>>()
+    const passes = this.#pending.get(key) ?? new Map<DigestAlgorithm, Pass>()
     this.#pending.set(key, passes)
     const pass = hashing.then((result) => {
       for (const a of algorithms) passes.delete(a)
       if (passes.size === 0) this.#pending.delete(key)
       if (result === null) {
-        // This version could not be read to the end: what its sidecars claim stays unchecked.
+        // Not read to the end: what the sidecars claim stays unchecked.
         if (claimed !== null) this.drop(file.path)
         return null
       }
       if (claimed !== null && algorithms.some((a) => !(claimed.get(a) as Buffer).equals(result.get(a) as Buffer))) {
-        touch(this.#wrong, key, true, this.#max)
-        this.#wrongSidecar(file.path)
+        touch(this.#wrong, key, true, this.max)
+        this.options.wrongSidecar?.(file.path)
       }
-      this.#store(file, result)
+      this.#store(file, key, result)
       return result
     })
-    for (const a of algorithms) passes.set(a, pass.then((result) => result === null ? null : result.get(a) as Buffer))
+    for (const a of algorithms) passes.set(a, pass)
     return pass
   }
 
-  /** Keep what the file's sidecars give for `algorithms`, if they give all of them and a pass can check them. */
-  async #readSidecars (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[]): Promise<void> {
-    if (this.#wrong.has(key)) return
-    const claimed = await readSidecars(file.path, file.stat.ctimeMs, algorithms)
-    // Only what is still missing once read (concurrent requests read the same sidecars).
-    if (claimed === null || this.#find(file, key, algorithms).missing.length < algorithms.length) return
-    if (this.#pass(file, key, algorithms, true, claimed) !== null) this.#store(file, claimed)
-  }
-
-  /**
-   * This version's digests for `algorithms`: cached, from a pass under way,
-   * from sidecars, else from one new pass. Null when the file is not that
-   * version, or (background mode) when any is not known yet.
-   */
+  // This version's digests: cached, from a pass under way, from sidecars (checked by a background pass),
+  // else from a new pass. Null when the file is not that version, or (background) not known yet.
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
-    const key = identityKey(file)
-    let found = this.#find(file, key, algorithms)
-    if (found.missing.length > 0) {
-      if (this.#sidecars) await this.#readSidecars(file, key, found.missing)
-      const { missing } = this.#find(file, key, algorithms)
-      if (missing.length > 0) this.#pass(file, key, missing, this.#background, null)
-      found = this.#find(file, key, algorithms)
+    const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
+    const key = `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
+    let found = this.#lookup(file, key, algorithms)
+    if (found.includes(undefined)) {
+      let missing = missingOf(algorithms, found)
+      if (this.options.sidecars === true && !this.#wrong.has(key)) {
+        const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
+        // Only when all are still missing (concurrent requests read the same sidecars).
+        const still = this.#lookup(file, key, missing).every((v) => v === undefined)
+        if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
+        missing = missingOf(algorithms, this.#lookup(file, key, algorithms))
+      }
+      if (missing.length > 0) this.#pass(file, key, missing, this.options.background === true, null)
+      found = this.#lookup(file, key, algorithms)
     }
-    const { out, waits } = found
-    if (this.#background) return out.size === algorithms.length ? out : null
-    for (const [a, p] of waits) {
-      const v = await p
-      if (v === null) return null
-      out.set(a, v)
+    const out: DigestResults = new Map()
+    for (let i = 0; i < algorithms.length; i++) {
+      const a = algorithms[i] as DigestAlgorithm
+      let value = found[i]
+      if (value instanceof Promise) value = this.options.background === true ? undefined : (await value)?.get(a)
+      if (value === undefined) return null
+      out.set(a, value)
     }
     return out
   }

@@ -1,14 +1,5 @@
-// Signature-based SRI: the HTTP Message Signature profile of WICG
-// signature-based-sri (index.bs, "The SRI HTTP Message Signature Profile"),
-// and nothing more of RFC 9421. `<script integrity="ed25519-KEY">` makes a
-// browser send `Accept-Signature: sig0=("unencoded-digest";sf);keyid="KEY";
-// tag="ed25519-integrity"` (RFC 9421 §5.1); it runs the script only when an
-// Ed25519 signature by KEY over the response's Unencoded-Digest verifies.
-// The profile: one component, `"unencoded-digest";sf`, in the header
-// section, its members sha-256 / sha-512 only; parameters `keyid` (base64 of
-// the raw public key) then `tag`; no `alg` (§7.3.6), no `created`/`expires`
-// (a cached response would outlive them); the signature base of §2.5.
-// Pure: node:crypto and structured-headers, no fastify.
+// Signature-based SRI (WICG signature-based-sri, "The SRI HTTP Message Signature Profile"), nothing more of
+// RFC 9421: Ed25519 over `"unencoded-digest";sf`, `keyid` then `tag`, no `alg` (§7.3.6), no `created`/`expires`.
 import { createPrivateKey, createPublicKey, KeyObject, sign } from 'node:crypto'
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm } from '../../types/index'
@@ -18,9 +9,8 @@ const INTEGRITY_TAG = 'ed25519-integrity'
 /** The digest algorithms an Unencoded-Digest signed for SRI may carry that the plugin has. */
 export const SRI_ALGORITHMS: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 
-/** An Ed25519 private key the plugin signs with, and its keyid. */
 export interface HeldKey {
-  /** The base64 (with padding) of the raw 32-byte public key. */
+  /** The base64 of the raw 32-byte public key: padded when held, as the request wrote it in a signature. */
   readonly keyid: string
   readonly privateKey: KeyObject
 }
@@ -28,15 +18,10 @@ export interface HeldKey {
 /** Held keys by keyid without its base64 padding. */
 export type IntegrityKeys = ReadonlyMap<string, HeldKey>
 
-/** One signature to send: the label it goes under, and the key. */
-export interface IntegritySignature {
+export interface IntegritySignature extends HeldKey {
   readonly label: string
-  /** The keyid as the request wrote it (with or without padding), or the held key's. */
-  readonly keyid: string
-  readonly privateKey: KeyObject
 }
 
-/** No signature (shared: never mutated). */
 export const NO_SIGNATURES: readonly IntegritySignature[] = Object.freeze([])
 
 const SF_KEY = /^[a-z*][a-z0-9_\-.*]*$/
@@ -53,32 +38,23 @@ export function unpadded (keyid: string): string {
   return keyid.slice(0, end)
 }
 
-/**
- * An option's key as a held key: a private Ed25519 KeyObject, or its PEM.
- * Returns why it is not one instead.
- */
+/** An option's key as a held key (a private Ed25519 KeyObject, or its PEM), or why it is not one. */
 export function heldKeyOf (value: unknown): HeldKey | string {
-  let key: KeyObject
-  if (value instanceof KeyObject) {
-    key = value
-  } else if (typeof value === 'string') {
-    try {
-      key = createPrivateKey(value)
-    } catch (err) {
-      let isPublic = false
-      try {
-        isPublic = createPublicKey(value).type === 'public'
-      } catch {}
-      return isPublic
-        ? 'a public key: the Ed25519 private key is needed to sign'
-        : `a string that is no PEM private key (${(err as Error).message})`
-    }
-  } else {
+  if (!(value instanceof KeyObject) && typeof value !== 'string') {
     return `expected Ed25519 private keys (KeyObjects or PEM strings), got ${value === null ? 'null' : typeof value}`
+  }
+  let key: KeyObject
+  try {
+    key = typeof value === 'string' ? createPrivateKey(value) : value
+  } catch (err) {
+    try {
+      key = createPublicKey(value)
+    } catch {
+      return `a string that is no PEM private key (${(err as Error).message})`
+    }
   }
   if (key.type === 'public') return 'a public key: the Ed25519 private key is needed to sign'
   if (key.asymmetricKeyType !== 'ed25519') return `a ${key.asymmetricKeyType ?? key.type} key, not Ed25519`
-  // The keyid: the base64 of the raw 32-byte public key.
   const { x } = createPublicKey(key).export({ format: 'jwk' })
   return { keyid: Buffer.from(x as string, 'base64url').toString('base64'), privateKey: key }
 }
@@ -90,36 +66,26 @@ export function findKey (keys: IntegrityKeys, keyid: string): HeldKey | undefine
   return keys.get(unpadded(keyid))
 }
 
-/**
- * The algorithms of a signed Unencoded-Digest: those of `selected` that are
- * sha-256 or sha-512, else the first of them enabled.
- */
+/** The algorithms of a signed Unencoded-Digest: those of `selected` that are sha-256 or sha-512, else the first of them enabled. */
 export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
   const kept = selected.filter((a) => SRI_ALGORITHMS.includes(a))
   if (kept.length === selected.length && kept.length > 0) return selected
   return kept.length > 0 ? kept : enabled.filter((a) => SRI_ALGORITHMS.includes(a)).slice(0, 1)
 }
 
-type Parameters = Map<string, unknown>
+const MEMBER_END = `";tag="${INTEGRITY_TAG}"`
+/** The one member a browser sends: `LABEL=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`. */
+const BROWSER_MEMBER = /^([a-z*][a-z0-9_\-.*]*)=\("unencoded-digest";sf\);keyid="([^"\\]*)";tag="ed25519-integrity"$/
 
-/** `("unencoded-digest";sf)`: the profile's one component, with `sf` and no other parameter. */
-function profileComponents (value: unknown): boolean {
-  if (!Array.isArray(value) || value.length !== 1) return false
-  const [name, params] = value[0] as [unknown, Parameters]
-  return name === 'unencoded-digest' && params.size === 1 && params.get('sf') === true
-}
-
-/**
- * The signatures Accept-Signature asks for (RFC 9421 §5.1) that the profile
- * allows and a held key gives: `("unencoded-digest";sf)` with exactly `keyid`
- * and `tag="ed25519-integrity"`; each key once, under the first label asking
- * for it. A field that does not parse asks for nothing (RFC 9651 §4.2).
- */
+// The members of Accept-Signature (RFC 9421 §5.1) exactly the profile's with a held key; each key once, under
+// the first label. A field that does not parse asks for nothing (RFC 9651 §4.2).
 export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
-  if (typeof value === 'string') {
-    const quick = browserRequest(value, keys)
-    if (quick !== undefined) return quick
+  const browser = typeof value === 'string' ? BROWSER_MEMBER.exec(value) : null
+  if (browser !== null) {
+    const [, label, keyid] = browser as unknown as [string, string, string]
+    const held = findKey(keys, keyid)
+    return held === undefined ? NO_SIGNATURES : [{ label, keyid, privateKey: held.privateKey }]
   }
   let dictionary: ReturnType<typeof parseDictionary>
   try {
@@ -129,64 +95,32 @@ export function requestedSignatures (value: string | string[] | undefined, keys:
   }
   const out: IntegritySignature[] = []
   for (const [label, [components, params]] of dictionary) {
-    if (!profileComponents(components) || params.size !== 2 || params.get('tag') !== INTEGRITY_TAG) continue
+    const [name, componentParams] = (Array.isArray(components) && components.length === 1 ? components[0] : []) as [unknown, Map<string, unknown>?]
     const keyid = params.get('keyid')
-    const held = typeof keyid === 'string' ? findKey(keys, keyid) : undefined
-    if (held === undefined || out.some((s) => s.privateKey === held.privateKey)) continue
-    out.push({ label, keyid: keyid as string, privateKey: held.privateKey })
+    if (
+      name !== 'unencoded-digest' || componentParams?.size !== 1 || componentParams.get('sf') !== true ||
+      params.size !== 2 || params.get('tag') !== INTEGRITY_TAG || typeof keyid !== 'string'
+    ) continue
+    const held = findKey(keys, keyid)
+    if (held !== undefined && !out.some((s) => s.privateKey === held.privateKey)) out.push({ label, keyid, privateKey: held.privateKey })
   }
   return out
 }
 
-const MEMBER_START = '=("unencoded-digest";sf);keyid="'
-const MEMBER_END = `";tag="${INTEGRITY_TAG}"`
-
-/**
- * requestedSignatures() of the one member a browser sends,
- * `LABEL=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`, read
- * without the Dictionary parser: undefined for any other text (then parsed).
- * A KEY without `"` or `\` makes it that one member, whatever the label.
- */
-function browserRequest (value: string, keys: IntegrityKeys): readonly IntegritySignature[] | undefined {
-  const eq = value.indexOf('=')
-  if (eq < 1 || !value.startsWith(MEMBER_START, eq) || !value.endsWith(MEMBER_END)) return undefined
-  const keyid = value.slice(eq + MEMBER_START.length, value.length - MEMBER_END.length)
-  const label = value.slice(0, eq)
-  if (keyid.includes('"') || keyid.includes('\\') || !validLabel(label)) return undefined
-  const held = findKey(keys, keyid)
-  return held === undefined ? NO_SIGNATURES : [{ label, keyid, privateKey: held.privateKey }]
-}
-
-/**
- * The signatures a response carries: those asked for, then the route's
- * unsolicited one unless its key or its label is already used by them.
- */
-export function signaturesFor (
-  requested: readonly IntegritySignature[], unsolicited: IntegritySignature | null
-): readonly IntegritySignature[] {
+/** The signatures a response carries: those asked for, then the route's unsolicited one unless its key or label is taken. */
+export function signaturesFor (requested: readonly IntegritySignature[], unsolicited: IntegritySignature | null): readonly IntegritySignature[] {
   if (unsolicited === null) return requested
-  if (requested.length === 0) return [unsolicited]
-  for (const s of requested) if (s.privateKey === unsolicited.privateKey || s.label === unsolicited.label) return requested
+  if (requested.some((s) => s.privateKey === unsolicited.privateKey || s.label === unsolicited.label)) return requested
   return [...requested, unsolicited]
 }
 
-/** How many signatures `signed` keeps (the oldest out first). */
+// Ed25519 is deterministic (RFC 8032 §5.1.6): signatures kept by Unencoded-Digest value, with the key and
+// parameters, SIGNATURE_CACHE_SIZE of them, the oldest out first.
 export const SIGNATURE_CACHE_SIZE = 1024
+const cache = new Map<string, { readonly privateKey: KeyObject, readonly params: string, readonly value: string }>()
 
-// Ed25519 signatures are deterministic (RFC 8032 §5.1.6): the same resource
-// sent again is not signed again. Kept by Unencoded-Digest value, with the
-// key and `@signature-params` it was made with.
-interface Kept { readonly privateKey: KeyObject, readonly params: string, readonly value: string }
-const cache = new Map<string, Kept>()
-// The values in the order kept, a ring: the oldest goes out in constant time.
-const kept: string[] = []
-let oldest = 0
-
-// A value is kept from its second signing on: a response that differs every
-// time (a counter, a nonce) is never looked up again, and keeping it would
-// only make the garbage collector copy and promote a thousand entries. Each
-// slot holds the fingerprint of the last value signed there, in a typed
-// array (no object per value). A collision only signs once more.
+// A value is kept from its second signing on (a response differing every time would only fill the heap):
+// each slot holds the fingerprint of the last value signed there. A collision only signs once more.
 const SEEN_SLOTS = 4096
 const seen = new Int32Array(SEEN_SLOTS)
 
@@ -204,20 +138,14 @@ export function signed (unencoded: string, params: string, privateKey: KeyObject
   const again = seen[slot] === print
   const hit = again ? cache.get(unencoded) : undefined
   if (hit !== undefined && hit.privateKey === privateKey && hit.params === params) return hit.value
-  // The signature base (RFC 9421 §2.5): the value as the plugin writes it is its RFC 8941 serialization (§2.1.1).
+  // The signature base (RFC 9421 §2.5): the plugin's value is already its RFC 8941 serialization (§2.1.1).
   const base = `"unencoded-digest";sf: ${unencoded}\n"@signature-params": ${params}`
   const value = sign(null, Buffer.from(base, 'latin1'), privateKey).toString('base64')
   if (!again) {
     seen[slot] = print
     return value
   }
-  if (hit === undefined) {
-    const out = kept[oldest]
-    if (out !== undefined) cache.delete(out)
-    kept[oldest] = unencoded
-    oldest = (oldest + 1) % SIGNATURE_CACHE_SIZE
-  }
-  // Another key or keyid for the same value takes its place.
+  if (hit === undefined && cache.size >= SIGNATURE_CACHE_SIZE) cache.delete(cache.keys().next().value as string)
   cache.set(unencoded, { privateKey, params, value })
   return value
 }
@@ -227,15 +155,11 @@ export function signatureFields (signatures: readonly IntegritySignature[], unen
   let input = ''
   let signature = ''
   for (const s of signatures) {
-    // The Signature-Input member's value, the `@signature-params` line's.
+    // The member's value, also the `@signature-params` line's.
     const params = `("unencoded-digest";sf);keyid="${s.keyid}${MEMBER_END}`
-    const value = signed(unencoded, params, s.privateKey)
-    if (input !== '') {
-      input += ', '
-      signature += ', '
-    }
-    input += `${s.label}=${params}`
-    signature += `${s.label}=:${value}:`
+    const separator = input === '' ? '' : ', '
+    input += `${separator}${s.label}=${params}`
+    signature += `${separator}${s.label}=:${signed(unencoded, params, s.privateKey)}:`
   }
   return { input, signature }
 }

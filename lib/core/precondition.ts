@@ -1,8 +1,5 @@
-// The 406 rule (docs/design.md, "The 406 rule"): a GET or HEAD whose
-// Repr-Digest names another representation than the current one gets 406
-// with the current Repr-Digest. The plugin's own rule: RFC 9530 §2 leaves
-// open what a server does with a request's Repr-Digest. Pure; the answer is
-// lib/plugin/response/emit.ts's.
+// The 406 rule (docs/design.md): a GET or HEAD whose Repr-Digest names another representation
+// than the current one gets 406 with the current Repr-Digest (the plugin's own: RFC 9530 leaves it open).
 import type { DigestAlgorithm } from '../../types/index'
 import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
 import { parseDigestField } from './fields'
@@ -11,11 +8,7 @@ import { digestsEqual } from './compare'
 
 const stale = new FST_DIGEST_STALE_REPRESENTATION()
 
-/**
- * The 406's content: RFC 9457 problem details, `about:blank` titled by the
- * status as the plugin's other problems without a draft type
- * (lib/core/problem.ts), with the FST_DIGEST_* code.
- */
+/** The 406's content: RFC 9457 problem details, `about:blank` as the plugin's other problems (problem.ts). */
 export const STALE_PROBLEM: Buffer = Buffer.from(JSON.stringify(blankProblem(406, stale.code, stale.message)))
 
 /** The request's Repr-Digest members for the enabled algorithms. */
@@ -30,8 +23,7 @@ export function preconditionOf (
   try {
     received = parseDigestField(header, 'Repr-Digest')
   } catch {
-    // A precondition that cannot be parsed cannot be evaluated: ignore it (RFC 8941 §4.2).
-    return null
+    return null // unparseable: ignored (RFC 8941 §4.2)
   }
   if (received === null) return null
   const out = new Map<DigestAlgorithm, Buffer>()
@@ -48,10 +40,8 @@ export function preconditionAlgorithm (algorithms: readonly DigestAlgorithm[]): 
 }
 
 /**
- * Whether a response of `status` whose representation has the digests
- * `repr` fails the precondition: a member names another value. Only a
- * successful response stands for the target's current representation, and
- * a member whose digest is unknown decides nothing.
+ * Whether a response whose representation has the digests `repr` fails: a member names another
+ * value. Only a 2xx stands for the current representation; a member whose digest is unknown decides nothing.
  */
 export function preconditionFails (precondition: Precondition | null, status: number, repr: ReadonlyMap<DigestAlgorithm, Buffer> | null): boolean {
   if (precondition === null || repr === null || status < 200 || status > 299) return false

@@ -1,10 +1,6 @@
-// What a response carries, decided in one place (docs/design.md, "Two
-// digests per response", "Default mode and strict mode", "Negotiation",
-// "HEAD and 206", "Streams and trailers", "Live streams"). Pure: facts in, a
-// plan out. Two steps, as the facts come: the request's (planFields), then
-// the payload's (planDelivery). The default/strict decision is made here
-// only: the hooks read `mode`, `contentHashed` and `reprFrom`.
-import type { DigestAlgorithm, DigestOmission, WantMap } from '../../types/index'
+// What a response carries, and in which mode (docs/design.md, "Two digests per
+// response" to "Live streams"). Pure: the request's facts (planFields), then the payload's (planDelivery).
+import type { DigestAlgorithm, DigestOmission } from '../../types/index'
 import type { DigestParams } from './digest-params'
 import { parseWantField, writtenAlike } from './fields'
 import { selectAlgorithms } from './negotiation'
@@ -25,9 +21,8 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
 }
 
 /**
- * The algorithms of the one value every field carries when the bytes sent are
- * the uncoded representation: the fields ask for one set or none, written
- * alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3). Else null.
+ * The one value of every field when the bytes sent are the uncoded representation: one set of
+ * algorithms, written alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3).
  */
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
@@ -42,9 +37,8 @@ function sharedAlgorithms (
 
 /** A Content-Encoding that applies no coding (absent, or only `identity`, RFC 9110 §8.4.1). */
 export function uncoded (encoding: unknown): boolean {
-  if (encoding === undefined) return true
   // Several field lines (an array) read as one list: String() joins them with commas.
-  return String(encoding).split(',').every((c) => ['', 'identity'].includes(c.trim().toLowerCase()))
+  return encoding === undefined || String(encoding).split(',').every((c) => ['', 'identity'].includes(c.trim().toLowerCase()))
 }
 
 /** A status whose response has no content (RFC 9110 §15.2, §15.3.5, §15.4.5). */
@@ -52,7 +46,26 @@ export function noContentStatus (status: number): boolean {
   return status < 200 || status === 204 || status === 304
 }
 
-/** What the request says: its method, HTTP version and fields as node parses them (lowercase names). */
+/** The media type of a Content-Type value, lowercase, without parameters (RFC 9110 §8.3.1). */
+function mediaTypeOf (contentType: unknown): string {
+  const value = Array.isArray(contentType) ? contentType[0] : contentType
+  if (typeof value !== 'string') return ''
+  const semicolon = value.indexOf(';')
+  return (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase()
+}
+
+// Whether a streamed response is live (consumed as it arrives, never held back): the route's `live`,
+// else its media type in `liveTypes`: a type, a `type/*` range, or `*/*` (RFC 9110 §12.5.1).
+export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<string>, contentType: unknown): boolean {
+  if (live !== null) return live
+  if (liveTypes.size === 0) return false
+  const type = mediaTypeOf(contentType)
+  if (liveTypes.has(type) || liveTypes.has('*/*')) return true
+  const slash = type.indexOf('/')
+  return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)
+}
+
+/** The request's method, HTTP version and fields (lowercase names). */
 export interface RequestFacts {
   readonly method: string
   readonly httpVersion: string
@@ -65,7 +78,7 @@ export interface Mode {
   readonly strict: boolean
   /** A full response's identity representation is hashed (`identityNeeded`). */
   readonly identity: boolean
-  /** Algorithms hashed over the identity file of a @fastify/static response. */
+  /** Hashed over a @fastify/static response's identity file. */
   readonly fileIdentity: readonly DigestAlgorithm[]
   /** Representation algorithms hashed with a full response's content (strict: they are one). */
   readonly coded: readonly DigestAlgorithm[]
@@ -93,19 +106,14 @@ export interface FieldPlan {
   readonly signatures: readonly IntegritySignature[]
 }
 
-/** What the payload is, as the representation stage sees it. */
 export interface PayloadFacts {
   readonly kind: 'bytes' | 'none' | 'stream'
-  /** A stream consumed as it arrives (lib/core/live-streams.ts). */
+  /** A stream consumed as it arrives (isLiveStream). */
   readonly live: boolean
   readonly status: number
 }
 
-/**
- * How the digests travel: headers (bytes hashed before sending), trailers (a stream
- * hashed as it flows, RFC 9530 §2), buffer (a stream held up to maxBufferSize),
- * declared (no content: what the route declared), none (left out: `omitted`).
- */
+/** headers (bytes hashed first), trailers (RFC 9530 §2), buffer (up to maxBufferSize), declared (no content), none (`omitted`). */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
 
 export interface ResponsePlan extends FieldPlan {
@@ -115,14 +123,14 @@ export interface ResponsePlan extends FieldPlan {
   readonly partial: boolean
   /** Hashed over the content: Content-Digest's, and a strict full response's representation ones. */
   readonly contentHashed: readonly DigestAlgorithm[]
-  /** Where the representation's digests come from: the content (strict, full), the identity one (default), or as sent (strict HEAD, 206). */
+  /** The representation's digests: the content's (strict, full), the identity one's (default), as sent (strict HEAD, 206). */
   readonly reprFrom: 'content' | 'identity' | 'sent'
 }
 
 // RFC 9110 §10.1.4: TE's list, "trailers" among its members.
 const TE_TRAILERS = /(?:^|,)\s*trailers\s*(?:[,;]|$)/i
 
-/** Fastify sends trailers to anyone and forces chunked on HTTP/1.0: only when the client accepts them. */
+/** Fastify sends trailers to anyone, even forcing chunked on HTTP/1.0: only when the client accepts them. */
 function trailersAllowed (request: RequestFacts, params: DigestParams): boolean {
   const te = request.headers.te
   return params.trailers && request.httpVersion !== '1.0' && typeof te === 'string' && TE_TRAILERS.test(te)
@@ -130,13 +138,13 @@ function trailersAllowed (request: RequestFacts, params: DigestParams): boolean 
 
 /** Each field's algorithms follow its own Want-* only (RFC 9530 §4); without one, the configured ones. */
 function selected (want: string | string[] | undefined, params: DigestParams, unsolicited: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
-  const map: WantMap | null = parseWantField(want)
+  const map = parseWantField(want)
   return map === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want: map, unsolicited })
 }
 
+/** A route's unsolicited Unencoded-Digest algorithms when signed, worked out once per route. */
 const SIGNED_UNENCODED = new WeakMap<DigestParams, readonly DigestAlgorithm[]>()
 
-/** A route's unsolicited Unencoded-Digest algorithms when signed, worked out once per route. */
 function signedUnencoded (params: DigestParams): readonly DigestAlgorithm[] {
   let algs = SIGNED_UNENCODED.get(params)
   if (algs === undefined) SIGNED_UNENCODED.set(params, algs = sriAlgorithms(params.unencodedDigest, params.algorithms))
@@ -189,10 +197,8 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Respons
   if (noContentStatus(payload.status)) {
     transport = 'declared'
   } else if (payload.kind === 'stream' && payload.live) {
-    // Never held back. Its HEAD is answered at once without reading it
-    // (fastify destroys a streamed payload the response does not read:
-    // lib/reply.js sendStream). A GET's precondition cannot be decided
-    // before the stream is sent: it is not (the 406 rule is the plugin's own).
+    // Never held back; its HEAD answered without reading it (fastify lib/reply.js sendStream destroys
+    // it). A GET's precondition is not decided.
     if (!fields.head) precondition = null
     transport = !fields.head && fields.trailers ? 'trailers' : 'none'
     if (transport === 'none') omitted = 'live-stream'
@@ -203,6 +209,6 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Respons
   const { content, repr, unencoded, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures } = fields
   const contentHashed = union(content, partial ? NONE : mode.coded)
   const reprFrom = !mode.strict ? 'identity' : !partial && !head ? 'content' : 'sent'
-  // Every member named: a spread's copy gets a new hidden class on every call (test/core/response-plan.test.ts).
+  // Every member named: a spread's copy gets a new hidden class on every call.
   return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures, transport, omitted, partial, contentHashed, reprFrom }
 }

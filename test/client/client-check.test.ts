@@ -4,12 +4,12 @@
 // list read the same way for the side decoder and problem bodies.
 import { test } from 'tap'
 import { createHash } from 'node:crypto'
-import { PassThrough } from 'node:stream'
+import { PassThrough, Transform } from 'node:stream'
 import { deflateRawSync, deflateSync } from 'node:zlib'
 import { ResponseCheck } from '../../lib/client/response-check'
-import { MAX_CODINGS, SideDecoder, codingsOf, sideDecoder } from '../../lib/client/side-decoder'
+import { DecodingTap, MAX_CODINGS, contentCoding, createContentDecoders, decodingOrder, type DecoderStages } from '../../lib/core/content-decoding'
 import { DigestHandler } from '../../lib/client/handler'
-import { normalizeClientOptions } from '../../lib/client/options'
+import { normalizeClientOptions } from '../../lib/client/interceptor'
 import type { DigestClientError } from '../../types/client'
 import { sf, zstd } from '../helpers'
 
@@ -41,74 +41,82 @@ test('HTTP/2 trailers as an object on the controller (array values too)', async 
 
 test('the side decoder settles once, and an end after an overflow answers at once', async (t) => {
   const source = new PassThrough()
-  const decoder = new SideDecoder([source], ['sha-256'], 4)
+  const decoder = new DecodingTap([source], ['sha-256'], 4)
   source.emit('end')
   source.emit('error', new Error('late'))
   t.ok(decoder.digests !== null, 'the first settlement stays')
+  t.equal(decoder.failure, null)
   const small = new PassThrough()
-  const capped = new SideDecoder([small], ['sha-256'], 4)
+  const capped = new DecodingTap([small], ['sha-256'], 4)
   small.write(Buffer.from('more than four'))
   await new Promise((resolve) => setImmediate(resolve))
   await new Promise<void>((resolve) => capped.end(resolve))
   t.equal(capped.digests, null)
+  t.equal(capped.failure, 'too-large')
 })
+
+const noop = () => {}
+/** A decoder as the client runs it: deflate raw or not, writes batched. */
+const clientDecoder = (coding: string) => new DecodingTap(createContentDecoders(coding, { rawDeflate: true }) as DecoderStages, ['sha-256'], 1024, 1024)
 
 test('deflate: an empty chunk first tells nothing; zlib or raw by the first octet; an end before any byte', async (t) => {
   const text = Buffer.from('deflated, one way or the other')
   for (const coded of [deflateSync(text), deflateRawSync(text)]) {
-    const decoder = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
-    decoder.write(Buffer.alloc(0))
-    decoder.write(coded)
+    const decoder = clientDecoder('deflate')
+    decoder.push(Buffer.alloc(0), noop)
+    decoder.push(coded, noop)
     await new Promise<void>((resolve) => decoder.end(resolve))
     t.same(decoder.digests?.get('sha-256'), createHash('sha256').update(text).digest())
   }
-  const empty = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
+  const empty = clientDecoder('deflate')
   await new Promise<void>((resolve) => empty.end(resolve))
   t.same(empty.digests?.get('sha-256'), createHash('sha256').update('').digest(), 'nothing decoded from nothing')
-  const broken = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
-  broken.write(Buffer.from('\x78 but not zlib after all'))
+  const broken = clientDecoder('deflate')
+  broken.push(Buffer.from('\x78 but not zlib after all'), noop)
   await new Promise<void>((resolve) => broken.end(resolve))
   t.equal(broken.digests, null, 'a decoding error: no decoded reading')
-  const dropped = sideDecoder('deflate', ['sha-256'], 1024) as SideDecoder
-  dropped.write(deflateSync(text).subarray(0, 4))
+  t.equal(broken.failure, 'invalid')
+  const dropped = clientDecoder('deflate')
+  dropped.push(deflateSync(text).subarray(0, 4), noop)
   dropped.destroy()
   t.equal(dropped.digests, null)
 })
 
-test('codingsOf: the Content-Encoding list as applied (RFC 9110 §8.4)', async (t) => {
-  t.same(codingsOf('gzip, br'), ['gzip', 'br'])
-  t.same(codingsOf(' Deflate ,GZIP,  x-gzip '), ['deflate', 'gzip', 'x-gzip'], 'case-insensitive, optional whitespace')
-  t.same(codingsOf('identity, br, , identity'), ['br'], 'identity and empty list elements are no coding')
-  t.same(codingsOf(undefined), [])
-  t.same(codingsOf(' , identity'), [])
-  t.equal(codingsOf('gzip, x-unknown'), null, 'a coding node:zlib does not decode')
+test('contentCoding and decodingOrder: the Content-Encoding list as applied, undone last first (RFC 9110 §8.4)', async (t) => {
+  t.equal(contentCoding('gzip, br'), 'gzip, br')
+  t.equal(contentCoding(' Deflate ,GZIP,  x-gzip '), 'deflate, gzip, x-gzip', 'case-insensitive, optional whitespace')
+  t.equal(contentCoding('identity, br, , identity'), 'br', 'identity and empty list elements are no coding')
+  t.equal(contentCoding(undefined), null)
+  t.equal(contentCoding(' , identity'), null)
+  t.same(decodingOrder('gzip, br'), ['br', 'gzip'])
+  t.equal(decodingOrder('gzip, x-unknown'), null, 'a coding node:zlib does not decode')
   // zstd where node:zlib has it (Node.js 22.15, 23.8 on); on Node.js 20 a coding not decoded here.
-  t.same(codingsOf('zstd'), zstd === null ? null : ['zstd'])
-  t.equal(codingsOf('toString'), null, 'not an inherited property')
-  t.same(codingsOf(Array(MAX_CODINGS).fill('br').join()), Array(MAX_CODINGS).fill('br'))
-  t.equal(codingsOf(Array(MAX_CODINGS + 1).fill('br').join()), null, 'more codings than fetch decodes')
-  t.equal(sideDecoder('identity, identity', ['sha-256'], 4), null, 'nothing to decode: the coded reading is the decoded one')
-  t.equal(sideDecoder('gzip, x-unknown', ['sha-256'], 4), null)
+  t.same(decodingOrder('zstd'), zstd === null ? null : ['zstd'])
+  t.equal(decodingOrder('toString'), null, 'not an inherited property')
+  t.same(decodingOrder(Array(MAX_CODINGS).fill('br').join(', ')), Array(MAX_CODINGS).fill('br'))
+  t.equal(decodingOrder(Array(MAX_CODINGS + 1).fill('br').join(', ')), null, 'more codings than fetch decodes')
+  t.equal(createContentDecoders('gzip, x-unknown'), null)
 })
 
 test('a chain of decoders: an error in the first or a later one, destroy', async (t) => {
   const first = new PassThrough()
   const second = new PassThrough()
-  const failing = new SideDecoder([first, second], ['sha-256'], 1024)
-  t.equal(failing.write(Buffer.from('ab')), true)
+  const failing = new DecodingTap([first, second], ['sha-256'], 1024)
+  t.equal(failing.push(Buffer.from('ab'), noop), true)
   second.emit('error', new Error('the second decoder fails'))
   t.ok(first.destroyed && second.destroyed, 'every decoder is dropped')
-  t.equal(failing.write(Buffer.from('cd')), true, 'settled: takes and drops')
+  t.equal(failing.push(Buffer.from('cd'), noop), true, 'settled: takes and drops')
   await new Promise<void>((resolve) => failing.end(resolve))
   t.equal(failing.digests, null)
-  const a = new PassThrough()
+  const a = new Transform({ writableHighWaterMark: 1, transform () {} }) // takes nothing
   const b = new PassThrough()
-  const dropped = new SideDecoder([a, b], ['sha-256'], 1024)
+  const dropped = new DecodingTap([a, b], ['sha-256'], 1024)
   let released = 0
-  dropped.onRelease(() => { released++ })
+  t.equal(dropped.push(Buffer.from('ab'), () => { released++ }), false, 'the first decoder\'s queue is full: held')
   dropped.destroy()
   t.ok(a.destroyed && b.destroyed)
-  t.equal(released, 1)
+  t.equal(released, 1, 'released when dropped')
   a.emit('error', new Error('late'))
   t.equal(dropped.digests, null, 'a late error is listened to, and changes nothing')
+  t.equal(dropped.failure, null)
 })

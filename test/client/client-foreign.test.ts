@@ -10,7 +10,7 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:
 import { randomBytes } from 'node:crypto'
 import { Agent, H2CClient, type Dispatcher } from 'undici'
 import { digestInterceptor } from '../../lib/client/index'
-import { HOLD_SIZE } from '../../lib/client/side-decoder'
+import { HOLD_SIZE } from '../../lib/client/response-check'
 import { sf } from '../helpers'
 import { KINDS, assertFailure, call, digestAgent, listenLocal, routeServer, withTrailers, type Route } from './client-helpers'
 
@@ -433,7 +433,7 @@ test('stacked codings that cannot be decoded here: the coded reading only, else 
     // The middle decoder fails: the decoded reading is unavailable, the coded one still applies.
     assertFailure(t, await call(kind, dispatcher, `${base}/broken-middle`), 'FST_DIGEST_RESPONSE_MISMATCH', 'Repr-Digest', 'sha-256')
     t.equal((await call(kind, dispatcher, `${base}/broken-middle-coded`)).error, null)
-    // More codings than fetch decodes (side-decoder.ts MAX_CODINGS): not decoded.
+    // More codings than fetch decodes (content-decoding.ts MAX_CODINGS): not decoded.
     t.equal((await call(kind, dispatcher, `${base}/gzip-6`)).error, null)
     assertFailure(t, await call(kind, required, `${base}/gzip-6`), 'FST_DIGEST_RESPONSE_UNCHECKED', 'Repr-Digest', 'sha-256')
     t.equal((await call(kind, dispatcher, `${base}/gzip-6-coded`)).error, null)

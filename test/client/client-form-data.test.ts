@@ -18,7 +18,7 @@ import multipart from '@fastify/multipart'
 import { Agent, FormData as UndiciFormData, H2CClient, fetch, interceptors, request, type Dispatcher } from 'undici'
 import digestFields = require('../../lib/index')
 import { digestBody, digestInterceptor } from '../../lib/client/index'
-import { formDataBlob, isFormData } from '../../lib/client/form-data'
+import { formDataBlob, isFormData } from '../../lib/client/request-digest'
 import { sf } from '../helpers'
 import { assertFailure, call, digestAgent, listenLocal, type Outcome } from './client-helpers'
 import type { TapTest } from '../plugin/request/upload-helpers'

@@ -1,7 +1,7 @@
 // SharedController: the handler above and the side decoder both may pause a
 // response; it resumes only when neither holds it.
 import { test } from 'tap'
-import { SharedController } from '../../lib/client/shared-controller'
+import { SharedController } from '../../lib/client/handler'
 
 function fake () {
   const calls: string[] = []

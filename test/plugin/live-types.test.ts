@@ -1,7 +1,7 @@
-// Which streamed responses are live (lib/core/live-streams.ts): the route's
+// Which streamed responses are live (lib/core/response-plan.ts): the route's
 // `live` option, else the response's media type among `liveTypes`.
 import { test } from 'tap'
-import { isLiveStream } from '../../lib/core/live-streams'
+import { isLiveStream } from '../../lib/core/response-plan'
 import { defaultLiveTypes } from '../../lib/plugin/plugin-options'
 
 test('isLiveStream: the media type read lowercase, without parameters and whitespace', async (t) => {

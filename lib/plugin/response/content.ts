@@ -1,16 +1,14 @@
-// The content stage: the route's last onSend hook, after @fastify/compress
-// (docs/design.md, "Where the hooks run", "Streams and trailers"). It hashes
-// the bytes sent: a Buffer once; a stream as it flows, its digests as
-// trailers when the client accepts them (RFC 9530 §2, §3), else as headers
-// after buffering at most maxBufferSize bytes, else omitted and reported.
-import { pipeline } from 'node:stream'
+// The content stage, after @fastify/compress (docs/design.md, "Streams and trailers"): the bytes sent
+// hashed; a stream's digests as trailers (RFC 9530 §2, §3), else buffered up to maxBufferSize, else omitted.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { DigestTransform, collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
+import { collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
 import { union } from '../../core/response-plan'
+import { serializeSelected } from '../../core/fields'
 import type { DigestAlgorithm } from '../../../types/index'
-import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, setField, unencodedDigests, wholeOf } from './emit'
+import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, unencodedDigests, wholeOf } from './emit'
 import { TrailerHook, type DigestField } from './field-hook'
 import { fileContent } from './static-files'
+import { hashThrough } from './representation'
 import type { Payload, ResponseState } from './reply-state'
 
 /** A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's. */
@@ -28,18 +26,14 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
       identity = digestAll(plan.identityNeeded, state.reprPayload)
       state.reprBytes = Buffer.byteLength(state.reprPayload)
     }
-    // A HEAD whose Content-Length disagrees with what was hashed stands for
-    // another body (e.g. @fastify/static's empty HEAD stream): omit it.
+    // A Content-Length other than what was hashed stands for another body (@fastify/static's empty HEAD stream).
     const cl = reply.getHeader('content-length')
     if (state.file === null && cl !== undefined && Number(cl) !== state.reprBytes) identity = null
   } else {
     const bytes = (payload ?? '') as string | Buffer
     const unchanged = bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding
     if (unchanged) {
-      // Nothing changed the bytes, or a hook after the representation stage
-      // replaced them without a content coding (a route-level onSend hook of
-      // the application's): the representation is what is sent, and one
-      // pass serves every field.
+      // The same bytes, or replaced without a coding (the application's onSend hook): one pass for every field.
       content = digestAll(partial ? plan.content : union(union(plan.content, plan.reprNeeded), plan.identityNeeded), bytes)
       identity = partial ? null : content
     } else {
@@ -56,33 +50,23 @@ export async function streamedContent (
 ): Promise<Payload> {
   const { plan, params } = state
   const partial = plan.partial
-  // A live stream without trailers: passed on as it is.
   if (plan.transport === 'none') return payload
   if (state.file !== null) {
     const out = await fileContent(request, reply, payload, state, state.file)
     if (out !== null) return out
   }
-  const unchanged = payload === state.reprStream
-  let hasher: DigestTransform
-  if (unchanged) {
-    hasher = state.reprStream as DigestTransform
-  } else {
-    hasher = new DigestTransform(plan.contentHashed)
-    pipeline(payload, hasher, () => {})
-  }
-  // The identity representation: a stream hashed as it flowed, or a buffered
-  // payload that compress turned into a stream.
+  const reprStream = state.reprStream
+  const hasher = reprStream !== null && payload === reprStream ? reprStream : hashThrough(payload, plan.contentHashed)
+  // The identity representation: a stream hashed as it flowed, or bytes compress turned into a stream.
   const identityOf = (): DigestResults | null => {
     if (state.file !== null) return state.repr
     if (partial) return null
-    if (state.reprStream !== null) return state.reprStream.digests
+    if (reprStream !== null) return reprStream.digests
     return digestAll(plan.identityNeeded, state.reprPayload as string | Buffer)
   }
 
-  // As planned; a file's stream, too, once its precondition was decided
-  // before sending (fileContent).
+  // As planned; a file's stream, too, once its precondition was decided before sending (fileContent).
   if (plan.transport === 'trailers' || (plan.trailers && state.precondition === null)) {
-    // Digests are known only at the end: declare them as trailers (RFC 9530 §2, §3).
     reply.removeHeader('content-length')
     const strict = plan.mode.strict
     const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
@@ -95,8 +79,12 @@ export async function streamedContent (
       ['unencoded-digest', plan.unencoded, true, file, (r) => unencodedDigests(r, state, identityOf())]
     ]
     for (const [name, algs, asBytes, now, compute] of fields) {
-      if (now) setField(reply, name, compute(reply), algs, asBytes)
-      else declareTrailer(reply, name, algs, asBytes, compute, hook)
+      if (!now) {
+        declareTrailer(reply, name, algs, asBytes, compute, hook)
+        continue
+      }
+      const value = serializeSelected(compute(reply), algs, asBytes)
+      if (value !== null) reply.header(name, value)
     }
     commaSeparatedTrailer(reply)
     return hasher

@@ -9,7 +9,7 @@ import { getDeclared, getDeclaredUnencoded } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { sameList } from '../../core/response-plan'
 import { STALE_PROBLEM, preconditionFails } from '../../core/precondition'
-import { signatureFields, type IntegritySignature } from '../../core/integrity'
+import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
 import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './reply-state'
 
@@ -18,10 +18,7 @@ const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
 const VARY_VALUE = VARY_TOKENS.join(', ')
 const VARY_SIGNING_VALUE = VARY_SIGNING_TOKENS.join(', ')
 
-/**
- * Vary: the Want-* fields, and Accept-Signature when the plugin holds SRI
- * keys (`signing`): each can change the fields a response carries (RFC 9110 §12.5.5).
- */
+/** Vary (RFC 9110 §12.5.5): the Want-* fields, and Accept-Signature when the plugin holds SRI keys. */
 export function addVary (reply: FastifyReply, signing: boolean): void {
   const current = reply.getHeader('vary')
   if (current === undefined) {
@@ -35,33 +32,18 @@ export function addVary (reply: FastifyReply, signing: boolean): void {
   if (missing.length > 0) reply.header('vary', value === '' ? missing.join(', ') : `${value}, ${missing.join(', ')}`)
 }
 
-/** Signature-Input and Signature over the Unencoded-Digest value (lib/core/integrity.ts), unless the reply set either. */
-function writeSignatures (reply: FastifyReply, signatures: readonly IntegritySignature[], unencoded: string): void {
+/** The fields whose value is known, and Signature-Input and Signature over Unencoded-Digest's (integrity.ts) unless the reply set either. */
+export function writeFields (
+  reply: FastifyReply, content: string | null, repr: string | null, unencoded: string | null, signatures: readonly IntegritySignature[] = NO_SIGNATURES
+): void {
+  if (content !== null) reply.header('content-digest', content)
+  if (repr !== null) reply.header('repr-digest', repr)
+  if (unencoded === null) return
+  reply.header('unencoded-digest', unencoded)
   if (signatures.length === 0 || reply.hasHeader('signature-input') || reply.hasHeader('signature')) return
   const fields = signatureFields(signatures, unencoded)
   reply.header('signature-input', fields.input)
   reply.header('signature', fields.signature)
-}
-
-/** Every field as one `value`: the bytes sent are the uncoded representation. */
-export function writeShared (
-  reply: FastifyReply, value: string, content: boolean, repr: boolean, unencoded: boolean, signatures: readonly IntegritySignature[]
-): void {
-  if (content) reply.header('content-digest', value)
-  if (repr) reply.header('repr-digest', value)
-  if (unencoded) {
-    reply.header('unencoded-digest', value)
-    writeSignatures(reply, signatures, value)
-  }
-}
-
-/** Set field `name` to the digests of `algs` found in `digests`, if any; returns the value set. */
-export function setField (
-  reply: FastifyReply, name: string, digests: DigestResults | null, algs: readonly DigestAlgorithm[], strict: boolean
-): string | null {
-  const value = serializeSelected(digests, algs, strict)
-  if (value !== null) reply.header(name, value)
-  return value
 }
 
 /** `computed`, with the values of `declared` for `algs` in their place. */
@@ -82,11 +64,7 @@ export function reprDigests (reply: FastifyReply, computed: DigestResults | null
   return withDeclared(getDeclared(reply), computed, algs)
 }
 
-/**
- * Unencoded-Digest's digests: those declared with setUnencodedDigest();
- * then, when the route coded nothing itself, setReprDigest()'s and
- * `identity`. The plugin never decodes a route's own coded bytes.
- */
+/** Unencoded-Digest's: setUnencodedDigest()'s; then, when the route coded nothing itself (never decoded), setReprDigest()'s and `identity`. */
 export function unencodedDigests (reply: FastifyReply, state: ResponseState, identity: DigestResults | null): DigestResults | null {
   const algs = state.plan.unencoded
   const computed = state.identityUncoded ? reprDigests(reply, identity, algs) : null
@@ -94,10 +72,8 @@ export function unencodedDigests (reply: FastifyReply, state: ResponseState, ide
 }
 
 /**
- * Digests of the whole representation, from where the plan says
- * (`reprFrom`). 'sent': the identity one or the whole file as sent, unless a
- * coding was applied after the representation stage (@fastify/compress on
- * an explicit HEAD route): that representation was never seen, so unknown.
+ * The whole representation's digests, from `reprFrom`. 'sent': the identity one or the whole file,
+ * unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
  */
 export function wholeOf (
   reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
@@ -110,11 +86,8 @@ export function wholeOf (
 }
 
 /**
- * The 406 rule, once the whole representation's digests `repr` are known:
- * the 406's content, or null when the response goes on. Its Repr-Digest is
- * the current representation's, its Content-Digest the problem's (a HEAD's:
- * the empty content's, RFC 9530 B.2, with the Content-Length a GET's would
- * have, RFC 9110 §9.3.2). Decided once: the precondition is then dropped.
+ * The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
+ * its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
  */
 export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
@@ -125,17 +98,13 @@ export function decidePrecondition (reply: FastifyReply, state: ResponseState, r
   for (const h of ['content-encoding', 'content-range', ...DIGEST_FIELDS]) reply.removeHeader(h)
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
-  setField(reply, 'repr-digest', repr, [plan.preconditionAlgorithm], plan.mode.strict)
   const content = plan.head ? '' : STALE_PROBLEM
-  const contentDigest = digestFieldOf(plan.content, content, plan.mode.strict)
-  if (contentDigest !== null) reply.header('content-digest', contentDigest)
+  const strict = plan.mode.strict
+  writeFields(reply, digestFieldOf(plan.content, content, strict), serializeSelected(repr, [plan.preconditionAlgorithm], strict), null)
   return content
 }
 
-/**
- * Set the digest fields as headers, or answer 406. `content`: the digests
- * of the bytes sent; `identity`: of the representation before content coding.
- */
+/** The digest fields as headers, or a 406: `content` digests the bytes sent, `identity` the representation before content coding. */
 export function emitFields (
   reply: FastifyReply, payload: Payload, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
 ): Payload {
@@ -145,23 +114,14 @@ export function emitFields (
   const refused = decidePrecondition(reply, state, repr)
   if (refused !== null) return refused
   const contentValue = serializeSelected(content, plan.content, strict)
-  if (contentValue !== null) reply.header('content-digest', contentValue)
-  // Usually both fields carry the same digests of the same bytes: one value.
   const reprValue = repr === content && sameList(plan.repr, plan.content) ? contentValue : serializeSelected(repr, plan.repr, strict)
-  if (reprValue !== null) reply.header('repr-digest', reprValue)
-  if (plan.unencoded.length > 0) {
-    // Always Byte Sequences (draft-ietf-httpbis-unencoded-digest §3).
-    const unencoded = setField(reply, 'unencoded-digest', unencodedDigests(reply, state, identity), plan.unencoded, true)
-    if (unencoded !== null) writeSignatures(reply, plan.signatures, unencoded)
-  }
+  // Unencoded-Digest: Byte Sequences (draft-ietf-httpbis-unencoded-digest §3).
+  const unencoded = plan.unencoded.length === 0 ? null : serializeSelected(unencodedDigests(reply, state, identity), plan.unencoded, true)
+  writeFields(reply, contentValue, reprValue, unencoded, plan.signatures)
   return payload
 }
 
-/**
- * Declare a digest trailer, its value read once the body is sent; an unknown
- * one fails its callback, which fastify drops (lib/reply.js sendTrailer).
- * With an onDigestFields hook, the value waits for it (field-hook.ts).
- */
+/** A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). */
 export function declareTrailer (
   reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
   compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null
@@ -177,24 +137,16 @@ export function declareTrailer (
 }
 
 /**
- * Fastify 5 writes the Trailer field with the names joined by spaces
- * (lib/reply.js onSendEnd: `header += ' '`), RFC 9110 §6.6.2 defines a
- * comma-separated list: rewritten when node writes the head (writeHead, for
- * HTTP/1.1 and HTTP/2). docs/design.md, "What this plugin relies on".
+ * Fastify 5 joins the Trailer field's names with spaces (lib/reply.js onSendEnd); RFC 9110 §6.6.2 defines
+ * a comma-separated list: rewritten in node's writeHead (HTTP/1.1 and HTTP/2).
  */
-interface RawResponse {
-  writeHead: (this: RawResponse, ...args: unknown[]) => unknown
-  getHeader: (name: string) => unknown
-  setHeader: (name: string, value: string) => void
-}
-
 export function commaSeparatedTrailer (reply: FastifyReply): void {
-  const res = reply.raw as unknown as RawResponse
+  const res = reply.raw as unknown as { writeHead: (...args: unknown[]) => unknown }
   const writeHead = res.writeHead
-  res.writeHead = function writeHeadWithTrailerList (this: RawResponse, ...args: unknown[]) {
-    const value = this.getHeader('trailer')
-    if (typeof value === 'string') this.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
-    return writeHead.apply(this, args)
+  res.writeHead = function writeHeadWithTrailerList (...args: unknown[]) {
+    const value = reply.raw.getHeader('trailer')
+    if (typeof value === 'string') reply.raw.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
+    return writeHead.apply(res, args)
   }
 }
 

@@ -1,15 +1,5 @@
-// The onDigestFields option (docs/design.md, "Signing responses"): a hook
-// called once a response's digest fields are final and before they are
-// written, whose fields are added in the same section. A signer (RFC 9421)
-// needs exactly this: a signature over Content-Digest protects the content
-// only when it is computed from the digest that is sent.
-//
-// A hook that fails never lets the response go out as if it had run:
-// * headers: the error goes to fastify's error handling (an onSend hook's
-//   error: fastify lib/hooks.js onSendHookRunner → lib/reply.js
-//   wrapOnSendEnd → onErrorHook), so the reply is the error handler's;
-// * trailers: the content has gone out; the response is cut off (HTTP/1.1:
-//   no last chunk, RFC 9112 §7.1; HTTP/2: RST_STREAM, RFC 9113 §8.1).
+// The onDigestFields hook (docs/design.md, "Signing responses"), its fields added in the digests' section. Its
+// failure is the reply's error (fastify lib/reply.js wrapOnSendEnd → onErrorHook), or cuts the trailers off.
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -19,7 +9,7 @@ import { describe } from '../../core/option-checks'
 import type { Payload } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
-type RawResponse = ServerResponse | Http2ServerResponse
+type TrailerDone = (err: Error | null, value?: string) => void
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
@@ -39,17 +29,12 @@ function headerFields (reply: FastifyReply, into: Fields = {}): Fields | null {
   return any ? into : null
 }
 
-function failure (err: unknown): Error {
-  return new FST_DIGEST_FIELD_HOOK_FAILED(err instanceof Error ? err.message : describe(err), { cause: err })
-}
-
-/** The hook's fields, checked: an object of strings, naming no digest field (the digests given are the ones sent). */
+/** The hook's fields, checked: strings or lists of them (RFC 9110 §5.3: one line), naming no digest field. */
 function addedFields (result: AddedFields): Added {
   if (result === undefined || result === null) return []
   if (typeof result !== 'object') throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
   const out: Added = []
   for (const [name, value] of Object.entries(result) as Array<[string, unknown]>) {
-    // Field lines of one name combine into one comma-separated value (RFC 9110 §5.3).
     const line = Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') : value
     if (typeof line !== 'string') throw new Error(`expected the value of ${name} to be a string or a list of strings, got ${describe(value)}`)
     if ((DIGEST_FIELDS as readonly string[]).includes(name.toLowerCase())) throw new Error(`${name} is a digest field: the hook adds fields, it does not replace digests`)
@@ -58,43 +43,28 @@ function addedFields (result: AddedFields): Added {
   return out
 }
 
-/** Call `hook`; `then` gets its checked fields, `fail` its failure (never both). Synchronous when the hook is. */
+/** Call `hook` with `fields`; `then` gets its checked fields, or `fail` its failure. Synchronous when the hook is. */
 function run (
-  hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, fields: DigestFieldValues,
+  hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, fields: Fields,
   then: (added: Added) => void, fail: (err: Error) => void
 ): void {
-  const settle = (result: AddedFields): void => {
-    let added: Added
-    try {
-      added = addedFields(result)
-    } catch (err) {
-      fail(failure(err))
-      return
-    }
-    then(added)
-  }
-  let result: AddedFields | Promise<AddedFields>
+  const failed = (err: unknown): void => fail(new FST_DIGEST_FIELD_HOOK_FAILED(err instanceof Error ? err.message : describe(err), { cause: err }))
+  let added: Added | Promise<Added>
   try {
-    result = hook(request, reply, Object.freeze(fields))
+    const result = hook(request, reply, Object.freeze(fields) as DigestFieldValues)
+    added = typeof (result as PromiseLike<unknown> | null)?.then === 'function' ? Promise.resolve(result).then(addedFields) : addedFields(result as AddedFields)
   } catch (err) {
-    fail(failure(err))
+    failed(err)
     return
   }
-  if (typeof (result as Promise<unknown> | null)?.then === 'function') (result as Promise<AddedFields>).then(settle, (err: unknown) => fail(failure(err)))
-  else settle(result as AddedFields)
+  if (Array.isArray(added)) then(added)
+  else added.then(then, failed)
 }
 
-/**
- * The header section: the hook gets the digest headers set on the reply and
- * its fields are added as headers; no digest header, no call. On failure the
- * digests (of a payload that is not sent) go, and the error is the reply's.
- */
+/** The header section: no digest header, no call; on failure the digests go and the error is the reply's. */
 export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
   const fields = headerFields(reply)
-  if (fields === null) {
-    done(null, payload)
-    return
-  }
+  if (fields === null) return done(null, payload)
   run(hook, request, reply, fields, (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
@@ -104,17 +74,9 @@ export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, re
   })
 }
 
-/** A digest trailer's callback, once its value is known (null: none): fastify's `done`. */
-type TrailerDone = (err: Error | null, value?: string) => void
-
-/**
- * The trailer section: fastify calls the digest trailers' callbacks together
- * once the content is sent (lib/reply.js sendTrailer); they wait here until
- * all are known, the hook is called with them (and any digest header), and
- * its fields join the trailers, passed to the raw response's addTrailers,
- * which fastify calls once (docs/design.md, "What this plugin relies on").
- * `Trailer` cannot announce them: RFC 9110 §6.6.2 recommends, not requires it.
- */
+// The trailer section: the digest trailers' callbacks (called together after the content, lib/reply.js
+// sendTrailer) wait for all values; the hook's fields join them through the raw response's addTrailers,
+// which fastify calls once (docs/design.md, "What this plugin relies on").
 export class TrailerHook {
   private declared = 0
   private readonly values: Array<[DigestField, string | null, TrailerDone]> = []
@@ -130,30 +92,23 @@ export class TrailerHook {
     this.values.push([name, value, done])
     if (this.values.length < this.declared) return
     const { reply, values } = this
+    // A trailer whose callback fails is left out (lib/reply.js sendTrailer).
+    const send = (): void => {
+      for (const [name, value, done] of values) done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
+    }
+    if (values.every(([, value]) => value === null)) return send()
     const fields: Fields = {}
     for (const [name, value] of values) if (value !== null) fields[name] = value
-    const send = (): void => {
-      for (const [name, value, done] of values) {
-        if (value === null) done(new Error(`no ${name} value`))
-        else done(null, value)
-      }
-    }
-    if (Object.keys(fields).length === 0) {
-      send()
-      return
-    }
     headerFields(reply, fields)
     run(this.hook, this.request, reply, fields, (added) => {
       const addTrailers = reply.raw.addTrailers
-      if (added.length > 0) {
-        reply.raw.addTrailers = function addTrailersWithAdded (this: RawResponse, trailers: Record<string, string>) {
-          addTrailers.call(this, { ...trailers, ...Object.fromEntries(added) })
-        } as RawResponse['addTrailers']
-      }
+      reply.raw.addTrailers = function addTrailersWithAdded (this: ServerResponse | Http2ServerResponse, trailers: Record<string, string>) {
+        addTrailers.call(this, { ...trailers, ...Object.fromEntries(added) })
+      } as typeof addTrailers
       send()
     }, (err) => {
       reply.log.error({ err }, 'fastify-digest-fields: the onDigestFields hook failed on the trailers; the response was cut off')
-      // With an error: an HTTP/2 stream is then reset with INTERNAL_ERROR.
+      // With an error: an HTTP/2 stream is reset with INTERNAL_ERROR.
       reply.raw.destroy(err)
     })
   }

@@ -1,24 +1,19 @@
-// Response digests (docs/design.md, "Two digests per response", "Where the
-// hooks run"): two route-level onSend stages placed by
-// lib/plugin/route-hooks.ts. The representation stage (representation.ts)
-// runs first among the route's onSend hooks and sees the identity
-// representation, before @fastify/compress; the content stage (content.ts)
-// runs last and sees the bytes sent. A route without other onSend hooks
-// gets one hook doing both; 404s, which have no route, an instance-level one.
+// Response digests (docs/design.md, "Where the hooks run"): the representation stage runs first among
+// the route's onSend hooks, before @fastify/compress; the content stage last. A route without other
+// onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestAlgorithm, ResponseDigestField } from '../../../types/index'
+import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
-import { digestFieldOf, fieldWriter } from '../../core/fields'
+import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
 import { getDeclared } from './declared'
 import { kResponseState } from '../symbols'
 import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
-import { OmissionLog } from './omissions'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
 import { bufferedContent, streamedContent } from './content'
-import { addVary, dropTrailers, hasDigestTrailers, setField, unencodedDigests, writeShared } from './emit'
+import { addVary, dropTrailers, hasDigestTrailers, unencodedDigests, writeFields } from './emit'
 import { hookHeaders } from './field-hook'
 import type { Payload, ResponseContext, ResponseState } from './reply-state'
 
@@ -74,12 +69,9 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
 }
 
 /**
- * The usual response: a full response of a string or Buffer, nothing
- * declared, fields sharing one value (plan.shared, which excludes a
- * precondition), bytes not coded by the route, and (at the content stage)
- * no coding since the representation stage. They are the uncoded
- * representation: every field is one value, hashed and written in one step.
- * False, having changed nothing, for any other response.
+ * The usual response, the bytes sent being the uncoded representation: a full response of a string or
+ * Buffer, nothing declared, fields of one value (plan.shared: no precondition), no coding (at the
+ * content stage, none since the representation stage): hashed and written in one step. Else false, nothing changed.
  */
 function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan, usual: Usual, signing: boolean): boolean {
   const status = reply.statusCode
@@ -92,22 +84,12 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
   addVary(reply, signing)
   const write = shared === usual.shared ? usual.write : shared === usual.asked?.plan?.shared ? usual.asked.write : null
   const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
-  writeShared(reply, value, fields.content.length > 0, fields.repr.length > 0, fields.unencoded.length > 0, fields.signatures)
+  const { content, repr, unencoded } = fields
+  writeFields(reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null, fields.signatures)
   return true
 }
 
-const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
-
-/** Tell the application (and the log, once per route) which wanted fields were given up on. */
-function reportOmitted (request: FastifyRequest, reply: FastifyReply, state: ResponseState): void {
-  if (state.omitted === null) return
-  const { content, repr, unencoded, signatures } = state.plan
-  const lists = [content, repr, unencoded, signatures]
-  const wanted = WANTED.filter((_, i) => (lists[i] as readonly unknown[]).length > 0)
-  state.context.omissions.report(request, reply, state.omitted, wanted, state.params.trailers)
-}
-
-/** The fields are final: on, through the onDigestFields hook (field-hook.ts); with trailers, it runs when they are known. */
+/** The fields are final: on, through the onDigestFields hook (field-hook.ts), unless it runs with the trailers. */
 function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
   const hook = params.onDigestFields
   if (hook === null || hasDigestTrailers(reply)) done(null, payload)
@@ -131,21 +113,21 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   }
   addVary(reply, signing)
   if (plan.transport === 'declared') {
-    // No content: no Content-Digest; Repr-Digest and Unencoded-Digest only when declared.
-    setField(reply, 'repr-digest', getDeclared(reply), plan.repr, plan.mode.strict)
-    setField(reply, 'unencoded-digest', unencodedDigests(reply, state, null), plan.unencoded, true)
+    // No content: Repr-Digest and Unencoded-Digest only when declared.
+    const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
+    writeFields(reply, null, serializeSelected(getDeclared(reply), plan.repr, plan.mode.strict), unencoded)
     fieldsDone(request, reply, payload, done, params)
     return
   }
   if (!plan.head && isNodeStream(payload)) {
     streamedContent(request, reply, payload, state).then((p) => {
-      reportOmitted(request, reply, state)
+      state.reportOmitted(request, reply)
       fieldsDone(request, reply, p, done, params)
     }, done)
     return
   }
   const out = bufferedContent(reply, payload, state)
-  reportOmitted(request, reply, state)
+  state.reportOmitted(request, reply)
   fieldsDone(request, reply, out, done, params)
 }
 
@@ -160,7 +142,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
       fastify.log.warn({ path }, 'fastify-digest-fields: a sidecar checksum does not match its file; the file\'s own digests are used')
     }
   })
-  const context: ResponseContext = { files, omissions: new OmissionLog() }
+  const context: ResponseContext = { files, warned: new Set() }
   // SRI keys are plugin-level: every response may depend on Accept-Signature.
   const signing = params.integrityKeys.size > 0
 

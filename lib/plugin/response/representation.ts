@@ -1,32 +1,31 @@
-// The representation stage: the route's first onSend hook, before
-// @fastify/compress (docs/design.md, "Where the hooks run"). It sees the
-// identity representation (and, for an automatic HEAD route, the GET
-// handler's payload before fastify drops it), completes the plan with the
-// payload's facts, and keeps what the content stage needs: the bytes, a
-// hashing wrapper around a stream, or a file's whole-file digests
-// (static-files.ts).
+// The representation stage, before @fastify/compress: the identity representation (an automatic HEAD's
+// too, before fastify drops it), the plan completed, and what the content stage needs: the bytes, a
+// hashing wrapper around a stream, or a file's whole-file digests (static-files.ts).
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { DigestTransform, collectUpTo } from '../../core/digest-stream'
 import { checkedFileStream, fileDigests, resolveFileResponse } from './static-files'
-import { isLiveStream } from '../../core/live-streams'
-import { planDelivery, union, type FieldPlan } from '../../core/response-plan'
-import { newState, type Payload, type ResponseContext, type ResponseState } from './reply-state'
+import { isLiveStream, planDelivery, union, type FieldPlan } from '../../core/response-plan'
+import { ResponseState, type Payload, type ResponseContext } from './reply-state'
 
 export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
   return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
 }
 
+/** `stream` piped through a new hasher of `algorithms`, which passes its bytes on. */
+export function hashThrough (stream: NodeJS.ReadableStream, algorithms: readonly DigestAlgorithm[]): DigestTransform {
+  const hasher = new DigestTransform(algorithms)
+  pipeline(stream, hasher, () => {})
+  return hasher
+}
+
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
 function heldError (): void {}
 
-/**
- * A fetch Response or a web stream, as fastify would take it later
- * (lib/reply.js send): status and headers on the reply, the body as a Node
- * stream, so it can be hashed.
- */
+/** A fetch Response or a web stream as fastify takes it (lib/reply.js send): status and headers on the reply, a Node stream. */
 export function unwrapPayload (reply: FastifyReply, payload: Payload): Payload {
   if (payload === null || typeof payload !== 'object') return payload
   if (Object.prototype.toString.call(payload) === '[object Response]') {
@@ -45,7 +44,7 @@ export function bytesRepresentation (
 ): ResponseState {
   const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
   const plan = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
-  const state = newState(plan, params, context, reply.getHeader('content-encoding'), null)
+  const state = new ResponseState(plan, params, context, reply.getHeader('content-encoding'), null)
   // No payload: an empty representation, except for a HEAD, whose handler need not produce one.
   if (bytes) state.reprPayload = payload
   else if (request.method !== 'HEAD') state.reprPayload = ''
@@ -53,16 +52,12 @@ export function bytesRepresentation (
 }
 
 /**
- * A HEAD of a stream has no content to carry trailers: hash the
- * representation now, up to maxBufferSize, and let fastify drop an empty
- * stream. A stream of another length than the Content-Length (read before
- * compress removes it) stands for another body (@fastify/static's empty HEAD
- * stream): not the representation.
+ * A HEAD of a stream has no content to carry trailers: the representation hashed now, up to maxBufferSize.
+ * Another length than the Content-Length (read before compress removes it) stands for another body.
  */
 async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState): Promise<Readable> {
   const length = reply.getHeader('content-length')
-  const hasher = new DigestTransform(state.plan.identityNeeded)
-  pipeline(stream, hasher, () => {})
+  const hasher = hashThrough(stream, state.plan.identityNeeded)
   const collected = await collectUpTo(hasher, state.params.maxBufferSize)
   if (collected.chunks !== null) {
     if (length === undefined || Number(length) === collected.bytes) state.repr = hasher.digests
@@ -86,14 +81,13 @@ export async function streamRepresentation (
   // A file is never live: its digests are known before it is sent.
   const live = file === null && isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
   const plan = planDelivery(fields, { kind: 'stream', live, status })
-  const state = newState(plan, params, context, reprEncoding, file)
+  const state = new ResponseState(plan, params, context, reprEncoding, file)
   if (file !== null) {
     await fileDigests(state, file)
     return [file.stream === null ? payload : checkedFileStream(reply, state, file, payload), state]
   }
   if (plan.transport === 'declared') return [payload, state]
   if (plan.transport === 'none') {
-    // A live stream not held back; its HEAD answered at once, the stream not read.
     if (!plan.head) return [payload, state]
     ;(payload as Readable).destroy()
     return [Readable.from([]), state]
@@ -101,9 +95,7 @@ export async function streamRepresentation (
   if (plan.head) return [await hashHeadStream(payload, reply, state), state]
   // Strict mode without Unencoded-Digest: the representation is what the content stage sees.
   if (!plan.mode.identity) return [payload, state]
-  // The content algorithms ride along: an unchanged stream is hashed once for every field.
-  const hasher = new DigestTransform(union(union(plan.identityNeeded, plan.reprNeeded), plan.content))
-  pipeline(payload, hasher, () => {})
-  state.reprStream = hasher
-  return [hasher, state]
+  // The content algorithms ride along: an unchanged stream is hashed once.
+  state.reprStream = hashThrough(payload, union(union(plan.identityNeeded, plan.reprNeeded), plan.content))
+  return [state.reprStream, state]
 }

@@ -1,5 +1,5 @@
-// The whole-file digest cache over real files (lib/core/file-cache.ts,
-// lib/core/sidecars.ts), and which @fastify/static responses stand for a
+// The whole-file digest cache over real files (lib/core/file-cache.ts, its
+// sidecars), and which @fastify/static responses stand for a
 // file (lib/plugin/response/static-files.ts), over the real @fastify/static.
 import { test } from 'tap'
 import { renameSync, statSync, truncateSync, unlinkSync, writeFileSync, type Stats } from 'node:fs'
@@ -12,11 +12,10 @@ import { createHash } from 'node:crypto'
 import fastifyStatic from '@fastify/static'
 import type { FastifyReply, onSendHookHandler } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
-import { FileDigestCache, hashFile, type StaticFile } from '../../../lib/core/file-cache'
+import { FileDigestCache, hashFile, readSidecars, type StaticFile } from '../../../lib/core/file-cache'
 import { identityFile } from '../../../lib/plugin/response/static-files'
 import { normalizeOptions } from '../../../lib/plugin/plugin-options'
 import { CheckedStream } from '../../../lib/core/digest-stream'
-import { readSidecars } from '../../../lib/core/sidecars'
 import digestFields = require('../../../lib/index')
 import { buildApp, sf, pattern } from '../../helpers'
 

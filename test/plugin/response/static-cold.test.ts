@@ -16,7 +16,7 @@ import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import type { DigestOmission, FastifyDigestFieldsOptions } from '../../../types/index'
 import digestFields = require('../../../lib/index')
-import { readSidecars } from '../../../lib/core/sidecars'
+import { readSidecars } from '../../../lib/core/file-cache'
 import { buildApp, sf, pattern, EMPTY_SHA256 } from '../../helpers'
 import { sleep } from '../../http2-helpers'
 
