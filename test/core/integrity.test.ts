@@ -5,6 +5,8 @@
 // http-message-signatures' verifier.
 import { test } from 'tap'
 import { createHash, createSecretKey, generateKeyPairSync, verify, type KeyObject } from 'node:crypto'
+import crypto = require('node:crypto')
+import { syncBuiltinESMExports } from 'node:module'
 import { Readable } from 'node:stream'
 import { gunzipSync } from 'node:zlib'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -210,9 +212,61 @@ test('signatures are kept for the same signature base (Ed25519 is deterministic)
   const otherParams = PARAMS((heldKeyOf(other.privateKey) as { keyid: string }).keyid)
   t.ok(check(-1, signed(sf('-1'), otherParams, other.privateKey), otherParams, other.publicKey), 'another key: its own signature')
   t.equal(signed(sf('-1'), params, ed.privateKey), first, 'and back')
-  for (let i = 0; i < SIGNATURE_CACHE_SIZE; i++) signed(sf(String(i)), params, ed.privateKey)
+  // Each signed twice: kept from its second signing on.
+  for (let i = 0; i < SIGNATURE_CACHE_SIZE * 2; i++) signed(sf(String(i >> 1)), params, ed.privateKey)
   t.ok(check(SIGNATURE_CACHE_SIZE - 1, signed(sf(String(SIGNATURE_CACHE_SIZE - 1)), params, ed.privateKey)), 'the last one kept')
   t.equal(signed(sf('-1'), params, ed.privateKey), first, 'the first, pushed out, signed again: the same value')
+})
+
+test('a signature is kept from the second signing of its value on: a value signed once is not held', async (t) => {
+  // node:crypto's sign() counted (module.syncBuiltinESMExports() makes ES modules see it); every signature is a real one.
+  const target = crypto as { sign: typeof crypto.sign }
+  const realSign = target.sign
+  let signs = 0
+  target.sign = ((...args: Parameters<typeof crypto.sign>) => {
+    signs++
+    return Reflect.apply(realSign, crypto, args)
+  }) as typeof crypto.sign
+  syncBuiltinESMExports()
+  t.teardown(() => {
+    target.sign = realSign
+    syncBuiltinESMExports()
+  })
+  const params = PARAMS(KEY)
+  const value = sf(`signed again ${Date.now()}`)
+  const first = signed(value, params, ed.privateKey)
+  t.equal(signs, 1)
+  t.equal(signed(value, params, ed.privateKey), first, 'the same signature')
+  t.equal(signs, 2, 'signed once, it was not kept')
+  t.equal(signed(value, params, ed.privateKey), first)
+  t.equal(signs, 2, 'signed twice, it is kept')
+  t.equal(signed('sha-256=:', params, ed.privateKey).length, 88, 'a value shorter than a fingerprint signs too')
+})
+
+test('a route answers each Accept-Signature in turn as asked, the same words again or other ones, alone or with a Want field', async (t) => {
+  const server = await app(t, { integrityKeys: [ed.privateKey, other.privateKey] })
+  const asks: Array<[Record<string, string | string[]>, string | undefined, string]> = [
+    [{ 'accept-signature': ask(KEY, 'sig1') }, 'sig1', 'asked'],
+    [{ 'accept-signature': ask(KEY, 'sig1') }, 'sig1', 'the same words again'],
+    [{ 'accept-signature': ask(OTHER, 'sig2') }, 'sig2', 'another key, another label'],
+    [{}, undefined, 'nothing asked'],
+    [{ 'accept-signature': ask(STRANGER) }, undefined, 'a key not held'],
+    [{ 'accept-signature': ask(STRANGER) }, undefined, 'a key not held, again'],
+    [{ 'accept-signature': [ask(KEY, 'sig3'), ask(OTHER, 'sig4')] }, 'sig3', 'two field lines'],
+    [{ 'accept-signature': ask(KEY, 'sig1'), 'want-unencoded-digest': 'sha-512=1' }, 'sig1', 'with a Want field'],
+    [{ 'accept-signature': ask(KEY, 'sig1') }, 'sig1', 'alone again']
+  ]
+  for (const [headers, label, name] of asks) {
+    const res = await server.inject({ url: '/s.js', headers })
+    if (label === undefined) {
+      t.equal(res.headers.signature, undefined, `${name}: no signature`)
+      continue
+    }
+    t.match(res.headers['signature-input'], new RegExp(`^${label}=`), `${name}: under its label`)
+    const publicKey = String(res.headers['signature-input']).includes(KEY) ? ed.publicKey : other.publicKey
+    t.ok(verifiedByHand(res.headers, label, publicKey), `${name}: verifies`)
+    t.equal(res.headers['unencoded-digest'], headers['want-unencoded-digest'] === undefined ? sf(SCRIPT) : sf(SCRIPT, 'sha-512'), `${name}: Unencoded-Digest`)
+  }
 })
 
 test('a request asking for a held key gets Unencoded-Digest, Signature-Input and Signature under its label; the signature verifies', async (t) => {

@@ -27,17 +27,27 @@ function slot (request: FastifyRequest): { [kResponseState]: ResponseState | typ
   return request as unknown as { [kResponseState]: ResponseState | typeof kNothing }
 }
 
-/** A route's plan for a request that asks for nothing, worked out once, and the writer of its shared value. */
+type Writer = ((data: string | Buffer) => string) | null
+
+/**
+ * A route's plan for a request that asks for nothing, worked out once, and
+ * the writer of its shared value; and the same for the last Accept-Signature
+ * that came alone (a browser asks in the same words every time).
+ */
 interface Usual {
   readonly plan: FieldPlan | null
   readonly shared: readonly DigestAlgorithm[] | null
-  readonly write: ((data: string | Buffer) => string) | null
+  readonly write: Writer
+  asked: { readonly value: string, readonly plan: FieldPlan | null, readonly write: Writer } | null
+}
+
+function writerOf (plan: FieldPlan | null, params: DigestParams): Writer {
+  return plan?.shared == null ? null : fieldWriter(plan.shared, params.strict)
 }
 
 function usualOf (params: DigestParams): Usual {
   const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
-  const shared = plan?.shared ?? null
-  return { plan, shared, write: shared === null ? null : fieldWriter(shared, params.strict) }
+  return { plan, shared: plan?.shared ?? null, write: writerOf(plan, params), asked: null }
 }
 
 /** The fields for this request: the route's usual plan when the request says nothing that changes it. */
@@ -45,9 +55,16 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
   const h = request.headers
   if (
     request.method !== 'HEAD' && h['want-content-digest'] === undefined && h['want-repr-digest'] === undefined &&
-    h['want-unencoded-digest'] === undefined && h['repr-digest'] === undefined && h['accept-signature'] === undefined &&
-    h.te === undefined
-  ) return usual.plan
+    h['want-unencoded-digest'] === undefined && h['repr-digest'] === undefined && h.te === undefined
+  ) {
+    const asked = h['accept-signature']
+    if (asked === undefined) return usual.plan
+    // The plan then depends on that one field's value alone.
+    if (usual.asked?.value === asked) return usual.asked.plan
+    const plan = planFields({ method: request.method, httpVersion: request.raw.httpVersion, headers: h }, params)
+    if (typeof asked === 'string') usual.asked = { value: asked, plan, write: writerOf(plan, params) }
+    return plan
+  }
   return planFields({ method: request.method, httpVersion: request.raw.httpVersion, headers: h }, params)
 }
 
@@ -65,7 +82,8 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
     (fields.unencoded.length > 0 && !uncoded(reply.getHeader('content-encoding')))
   ) return false
   addVary(reply, signing)
-  const value = shared === usual.shared && usual.write !== null ? usual.write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
+  const write = shared === usual.shared ? usual.write : shared === usual.asked?.plan?.shared ? usual.asked.write : null
+  const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
   const { content, repr, unencoded } = fields
   writeFields(reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null, fields.signatures)
   return true
