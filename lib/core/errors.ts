@@ -3,7 +3,7 @@
 // at route declaration or by a call; request problems are 4xx and become
 // problem details (lib/core/problem.ts); the 406 is never thrown, its code
 // and message are the problem details of the 406 rule
-// (lib/core/precondition.ts); the client's are 502, as a gateway says of a
+// (lib/core/response-plan.ts); the client's are 502, as a gateway says of a
 // bad upstream answer, and carry `field` and `algorithm` too.
 import createError, { type FastifyErrorConstructor } from '@fastify/error'
 import type { DigestErrorCode } from '../../types/index'

@@ -9,8 +9,7 @@ import type { DigestParams } from '../../core/digest-params'
 import type { CheckedStream, DigestResults, DigestTransform } from '../../core/digest-stream'
 import type { FileDigestCache } from '../../core/file-cache'
 import type { FileResponse } from './static-files'
-import type { Precondition } from '../../core/precondition'
-import { uncoded, type ResponsePlan } from '../../core/response-plan'
+import { uncoded, type Precondition, type ResponsePlan } from '../../core/response-plan'
 
 export type Payload = unknown
 type OmissionReason = DigestOmission['reason']
