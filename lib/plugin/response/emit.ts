@@ -120,12 +120,17 @@ export function emitFields (
   return payload
 }
 
-/** A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). */
+/** A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). A header when `now`. */
 export function declareTrailer (
   reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
-  compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null
+  compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null, now = false
 ): void {
   if (algs.length === 0) return
+  if (now) {
+    const value = serializeSelected(compute(reply), algs, strict)
+    if (value !== null) reply.header(name, value)
+    return
+  }
   hook?.declare()
   reply.trailer(name, (r, _payload, done) => {
     const value = serializeSelected(compute(r), algs, strict)
