@@ -10,7 +10,7 @@ import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
 import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
-import type { ResponseState, Payload } from './reply-state'
+import type { ResponseState, Payload } from './stages'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']

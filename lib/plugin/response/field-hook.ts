@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
 import { describe } from '../../core/option-checks'
-import type { Payload } from './reply-state'
+import type { Payload } from './stages'
 
 type Done = (err: Error | null, payload?: Payload) => void
 type TrailerDone = (err: Error | null, value?: string) => void

@@ -12,9 +12,9 @@ import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bufferedContent, bytesRepresentation, isNodeStream, streamRepresentation, streamedContent, unwrapPayload } from './stages'
+import type { Payload, ResponseContext, ResponseState } from './stages'
 import { addVary, dropTrailers, hasDigestTrailers, unencodedDigests, writeFields } from './emit'
 import { hookHeaders } from './field-hook'
-import type { Payload, ResponseContext, ResponseState } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
 
