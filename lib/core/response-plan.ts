@@ -96,20 +96,14 @@ export function preconditionFails (precondition: Precondition | null, status: nu
   return false
 }
 
-/** The media type of a Content-Type value, lowercase, without parameters (RFC 9110 §8.3.1). */
-function mediaTypeOf (contentType: unknown): string {
-  const value = Array.isArray(contentType) ? contentType[0] : contentType
-  if (typeof value !== 'string') return ''
-  const semicolon = value.indexOf(';')
-  return (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase()
-}
-
 // Whether a streamed response is live (consumed as it arrives, never held back): the route's `live`,
 // else its media type in `liveTypes`: a type, a `type/*` range, or `*/*` (RFC 9110 §12.5.1).
 export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<string>, contentType: unknown): boolean {
   if (live !== null) return live
   if (liveTypes.size === 0) return false
-  const type = mediaTypeOf(contentType)
+  const value = Array.isArray(contentType) ? contentType[0] : contentType
+  // The media type, lowercase, without parameters (RFC 9110 §8.3.1).
+  const type = typeof value === 'string' ? (value.split(';', 1)[0] as string).trim().toLowerCase() : ''
   if (liveTypes.has(type) || liveTypes.has('*/*')) return true
   const slash = type.indexOf('/')
   return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)

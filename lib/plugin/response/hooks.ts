@@ -2,7 +2,6 @@
 // the route's onSend hooks, before @fastify/compress; the content stage last. A route without other
 // onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
@@ -27,17 +26,12 @@ function slot (request: FastifyRequest): { [kResponseState]: ResponseState | typ
 }
 
 /** A route's plan for a request that asks for nothing, worked out once, and the writer of its shared value. */
-interface Usual {
-  readonly plan: FieldPlan | null
-  readonly shared: readonly DigestAlgorithm[] | null
-  readonly write: ((data: string | Buffer) => string) | null
-}
-
-function usualOf (params: DigestParams): Usual {
+function usualOf (params: DigestParams) {
   const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
   const shared = plan?.shared ?? null
   return { plan, shared, write: shared === null ? null : fieldWriter(shared, params.strict) }
 }
+type Usual = ReturnType<typeof usualOf>
 
 /** The fields for this request: the route's usual plan when the request says nothing that changes it. */
 function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual): FieldPlan | null {
