@@ -1,6 +1,5 @@
-// Writing the digest fields on the reply: headers, trailers (RFC 9530 §2,
-// §3; draft-ietf-httpbis-unencoded-digest §3: every field may be a trailer),
-// or a 406 instead; and Vary.
+// Writing the digest fields on the reply: headers, trailers (RFC 9530 §2, §3; draft-ietf-httpbis-unencoded-digest
+// §3: every field may be a trailer), or a 406 instead; and Vary.
 import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestResults } from '../../core/digest-stream'
@@ -131,7 +130,6 @@ export function declareTrailer (
     if (value !== null) reply.header(name, value)
     return
   }
-  hook?.declare()
   reply.trailer(name, (r, _payload, done) => {
     const value = serializeSelected(compute(r), algs, strict)
     if (hook !== null) hook.settle(name, value, done)

@@ -1,8 +1,7 @@
-// The response stages (docs/design.md, "Where the hooks run", "Streams and trailers"): before
-// @fastify/compress, the identity representation and the plan completed; after it, the bytes sent, a
-// stream's digests as trailers (RFC 9530 §2, §3), else buffered up to maxBufferSize, else omitted.
-// What one response's stages hand each other (kResponseState on the request): ResponseState, with the
-// fields given up on, told on the reply (`reply.digestsOmitted`) and logged at warn once per route and reason.
+// The response stages (docs/design.md, "Where the hooks run", "Streams and trailers"): before @fastify/compress,
+// the identity representation and the plan completed; after it, the bytes sent, a stream's digests as trailers
+// (RFC 9530 §2, §3), else buffered up to maxBufferSize, else omitted. ResponseState: what they hand each other
+// (kResponseState on the request), and the fields given up on (`reply.digestsOmitted`, a warning once per route and reason).
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -221,8 +220,7 @@ export function bufferedContent (reply: FastifyReply, payload: Payload, state: R
     if (state.file === null && cl !== undefined && Number(cl) !== state.reprBytes) identity = null
   } else {
     const bytes = (payload ?? '') as string | Buffer
-    const unchanged = bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding
-    if (unchanged) {
+    if (bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding) {
       // The same bytes, or replaced without a coding (the application's onSend hook): one pass for every field.
       content = digestAll(partial ? plan.content : union(union(plan.content, plan.reprNeeded), plan.identityNeeded), bytes)
       identity = partial ? null : content
