@@ -29,12 +29,11 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
 ): readonly DigestAlgorithm[] | null {
-  let algs = content.length > 0 ? content : repr
+  const algs = content.length > 0 ? content : repr
   if (repr.length > 0 && !sameList(algs, repr)) return null
   if (unencoded.length === 0) return algs
   if (algs.length > 0 && !sameList(algs, unencoded)) return null
-  algs = unencoded
-  return strict || writtenAlike(algs) ? algs : null
+  return strict || writtenAlike(unencoded) ? unencoded : null
 }
 
 /** A Content-Encoding that applies no coding (absent, or only `identity`, RFC 9110 §8.4.1). */
