@@ -95,8 +95,8 @@ export class ResponseState {
   reportOmitted (request: FastifyRequest, reply: FastifyReply): void {
     const reason = this.omitted
     if (reason === null) return
-    const lists: ReadonlyArray<readonly unknown[]> = [this.plan.content, this.plan.repr, this.plan.unencoded, this.plan.signatures]
-    const fields = WANTED.filter((field, i) => lists[i]?.length !== 0 && !reply.hasHeader(field) && !reply.hasTrailer(field))
+    const lists = [this.plan.content, this.plan.repr, this.plan.unencoded, this.plan.signatures]
+    const fields = WANTED.filter((field, i) => (lists[i] as readonly unknown[]).length > 0 && !reply.hasHeader(field) && !reply.hasTrailer(field))
     if (fields.length === 0) return
     ;(reply as { digestsOmitted: DigestOmission | null }).digestsOmitted = { reason, fields }
     const route = request.is404 ? '(404)' : `${request.method} ${request.routeOptions.url as string}`
