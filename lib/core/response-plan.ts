@@ -1,10 +1,12 @@
 // What a response carries, and in which mode (docs/design.md, "Two digests per
-// response" to "Live streams"). Pure: the request's facts (planFields), then the payload's (planDelivery).
+// response" to "Live streams"), and the 406 rule. Pure: the request's facts (planFields), then the payload's (planDelivery).
 import type { DigestAlgorithm, DigestOmission } from '../../types/index'
 import type { DigestParams } from './digest-params'
-import { parseWantField, writtenAlike } from './fields'
+import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
+import { parseDigestField, parseWantField, writtenAlike } from './fields'
+import { blankProblem } from './problem'
+import { digestsEqual } from './compare'
 import { selectAlgorithms } from './negotiation'
-import { preconditionAlgorithm, preconditionOf, type Precondition } from './precondition'
 import { NO_SIGNATURES, requestedSignatures, signaturesFor, sriAlgorithms, type IntegritySignature } from './integrity'
 
 export const NONE: readonly DigestAlgorithm[] = []
@@ -27,12 +29,11 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
 ): readonly DigestAlgorithm[] | null {
-  let algs = content.length > 0 ? content : repr
+  const algs = content.length > 0 ? content : repr
   if (repr.length > 0 && !sameList(algs, repr)) return null
   if (unencoded.length === 0) return algs
   if (algs.length > 0 && !sameList(algs, unencoded)) return null
-  algs = unencoded
-  return strict || writtenAlike(algs) ? algs : null
+  return strict || writtenAlike(unencoded) ? unencoded : null
 }
 
 /** A Content-Encoding that applies no coding (absent, or only `identity`, RFC 9110 §8.4.1). */
@@ -46,12 +47,52 @@ export function noContentStatus (status: number): boolean {
   return status < 200 || status === 204 || status === 304
 }
 
-/** The media type of a Content-Type value, lowercase, without parameters (RFC 9110 §8.3.1). */
-function mediaTypeOf (contentType: unknown): string {
-  const value = Array.isArray(contentType) ? contentType[0] : contentType
-  if (typeof value !== 'string') return ''
-  const semicolon = value.indexOf(';')
-  return (semicolon === -1 ? value : value.slice(0, semicolon)).trim().toLowerCase()
+// The 406 rule (docs/design.md): a GET or HEAD whose Repr-Digest names another representation
+// than the current one gets 406 with the current Repr-Digest (the plugin's own: RFC 9530 leaves it open).
+const stale = new FST_DIGEST_STALE_REPRESENTATION()
+/** The 406's content: RFC 9457 problem details, `about:blank` as the plugin's other problems (problem.ts). */
+export const STALE_PROBLEM: Buffer = Buffer.from(JSON.stringify(blankProblem(406, stale.code, stale.message)))
+
+/** The request's Repr-Digest members for the enabled algorithms. */
+export type Precondition = ReadonlyMap<DigestAlgorithm, Buffer>
+
+/** The precondition of a GET or HEAD, or null (none, none usable, or unparseable). */
+export function preconditionOf (
+  method: string, header: string | string[] | undefined, algorithms: readonly DigestAlgorithm[]
+): Precondition | null {
+  if (header === undefined || (method !== 'GET' && method !== 'HEAD')) return null
+  let received
+  try {
+    received = parseDigestField(header, 'Repr-Digest')
+  } catch {
+    return null // unparseable: ignored (RFC 8941 §4.2)
+  }
+  if (received === null) return null
+  const out = new Map<DigestAlgorithm, Buffer>()
+  for (const a of algorithms) {
+    const v = received.get(a)
+    if (v !== undefined) out.set(a, v)
+  }
+  return out.size > 0 ? out : null
+}
+
+/** The algorithm of the 406 response's Repr-Digest: sha-256, else the server's first. */
+export function preconditionAlgorithm (algorithms: readonly DigestAlgorithm[]): DigestAlgorithm {
+  return algorithms.includes('sha-256') ? 'sha-256' : algorithms[0] as DigestAlgorithm
+}
+
+/**
+ * Whether a response whose representation has the digests `repr` fails: a member names another
+ * value. Only a 2xx stands for the current representation; a member whose digest is unknown decides nothing.
+ */
+export function preconditionFails (precondition: Precondition | null, status: number, repr: ReadonlyMap<DigestAlgorithm, Buffer> | null): boolean {
+  if (precondition === null || repr === null || status < 200 || status > 299) return false
+  for (const [a, expected] of precondition) {
+    const actual = repr.get(a)
+    if (actual === undefined) return false
+    if (!digestsEqual(actual, expected)) return true
+  }
+  return false
 }
 
 // Whether a streamed response is live (consumed as it arrives, never held back): the route's `live`,
@@ -59,7 +100,9 @@ function mediaTypeOf (contentType: unknown): string {
 export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<string>, contentType: unknown): boolean {
   if (live !== null) return live
   if (liveTypes.size === 0) return false
-  const type = mediaTypeOf(contentType)
+  const value = Array.isArray(contentType) ? contentType[0] : contentType
+  // The media type, lowercase, without parameters (RFC 9110 §8.3.1).
+  const type = typeof value === 'string' ? (value.split(';', 1)[0] as string).trim().toLowerCase() : ''
   if (liveTypes.has(type) || liveTypes.has('*/*')) return true
   const slash = type.indexOf('/')
   return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)

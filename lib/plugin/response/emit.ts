@@ -1,17 +1,15 @@
-// Writing the digest fields on the reply: headers, trailers (RFC 9530 §2,
-// §3; draft-ietf-httpbis-unencoded-digest §3: every field may be a trailer),
-// or a 406 instead; and Vary.
+// Writing the digest fields on the reply: headers, trailers (RFC 9530 §2, §3; draft-ietf-httpbis-unencoded-digest
+// §3: every field may be a trailer), or a 406 instead; and Vary.
 import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestResults } from '../../core/digest-stream'
 import { digestFieldOf, serializeSelected } from '../../core/fields'
 import { getDeclared, getDeclaredUnencoded } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
-import { sameList } from '../../core/response-plan'
-import { STALE_PROBLEM, preconditionFails } from '../../core/precondition'
+import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
 import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
-import type { ResponseState, Payload } from './reply-state'
+import type { ResponseState, Payload } from './stages'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
@@ -121,13 +119,17 @@ export function emitFields (
   return payload
 }
 
-/** A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). */
+/** A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). A header when `now`. */
 export function declareTrailer (
   reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
-  compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null
+  compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null, now = false
 ): void {
   if (algs.length === 0) return
-  hook?.declare()
+  if (now) {
+    const value = serializeSelected(compute(reply), algs, strict)
+    if (value !== null) reply.header(name, value)
+    return
+  }
   reply.trailer(name, (r, _payload, done) => {
     const value = serializeSelected(compute(r), algs, strict)
     if (hook !== null) hook.settle(name, value, done)

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
 import { describe } from '../../core/option-checks'
-import type { Payload } from './reply-state'
+import type { Payload } from './stages'
 
 type Done = (err: Error | null, payload?: Payload) => void
 type TrailerDone = (err: Error | null, value?: string) => void
@@ -78,20 +78,15 @@ export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, re
 // sendTrailer) wait for all values; the hook's fields join them through the raw response's addTrailers,
 // which fastify calls once (docs/design.md, "What this plugin relies on").
 export class TrailerHook {
-  private declared = 0
   private readonly values: Array<[DigestField, string | null, TrailerDone]> = []
 
   constructor (private readonly hook: DigestFieldsHook, private readonly request: FastifyRequest, private readonly reply: FastifyReply) {}
 
-  declare (): void {
-    this.declared++
-  }
-
-  /** The value of trailer `name` (null: none). */
+  /** The value of trailer `name` (null: none); the hook runs once each digest trailer on the reply has one. */
   settle (name: DigestField, value: string | null, done: TrailerDone): void {
-    this.values.push([name, value, done])
-    if (this.values.length < this.declared) return
     const { reply, values } = this
+    values.push([name, value, done])
+    if (values.length < DIGEST_FIELDS.filter((field) => reply.hasTrailer(field)).length) return
     // A trailer whose callback fails is left out (lib/reply.js sendTrailer).
     const send = (): void => {
       for (const [name, value, done] of values) done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)

@@ -2,7 +2,6 @@
 // the route's onSend hooks, before @fastify/compress; the content stage last. A route without other
 // onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
@@ -11,11 +10,10 @@ import { kResponseState } from '../symbols'
 import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
-import { bytesRepresentation, isNodeStream, streamRepresentation, unwrapPayload } from './representation'
-import { bufferedContent, streamedContent } from './content'
+import { bufferedContent, bytesRepresentation, isNodeStream, streamRepresentation, streamedContent, unwrapPayload } from './stages'
+import type { Payload, ResponseContext, ResponseState } from './stages'
 import { addVary, dropTrailers, hasDigestTrailers, unencodedDigests, writeFields } from './emit'
 import { hookHeaders } from './field-hook'
-import type { Payload, ResponseContext, ResponseState } from './reply-state'
 
 type Done = (err: Error | null, payload?: Payload) => void
 

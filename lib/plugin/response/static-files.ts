@@ -12,7 +12,7 @@ import { FST_DIGEST_FILE_CHANGED } from '../../core/errors'
 import { hashFile, sameFile, type ByteRange, type StaticFile } from '../../core/file-cache'
 import { NONE, union, type ResponsePlan } from '../../core/response-plan'
 import { decidePrecondition, emitFields, reprDigests, wholeOf } from './emit'
-import type { Payload, ResponseState } from './reply-state'
+import type { Payload, ResponseState } from './stages'
 
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
 export const kStaticFile = Symbol('fastify-digest-fields.staticFile')
