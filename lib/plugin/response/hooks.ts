@@ -2,6 +2,7 @@
 // the route's onSend hooks, before @fastify/compress; the content stage last. A route without other
 // onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/digest-params'
 import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
