@@ -124,8 +124,7 @@ export class DecodingTap implements StreamTap {
     })
   }
 
-  /** True when it takes more now; else `next` is called once it does (or has stopped). */
-  push (chunk: Uint8Array, next: (() => void) | null): boolean {
+  write (chunk: Uint8Array, next: (() => void) | null): boolean {
     if (this.#stopped) return true
     this.#batched += chunk.byteLength
     if (this.#batched < this.#batchSize) {
@@ -135,10 +134,6 @@ export class DecodingTap implements StreamTap {
     if (this.#flush(chunk)) return true
     this.#pending = next
     return false
-  }
-
-  write (chunk: Buffer, next: () => void): void {
-    if (this.push(chunk, next)) next()
   }
 
   /** Writes the batch and `last` as one buffer (`last` alone without a batch: no array touched). */

@@ -121,10 +121,10 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
   }
 }
 
-// A second consumer of a hashing stream's bytes (a side decoder): `write` calls `next` when it
-// takes more, `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
+// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes
+// more now, else calls `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
 export interface StreamTap {
-  write (chunk: Buffer, next: () => void): void
+  write (chunk: Uint8Array, next: (() => void) | null): boolean
   end (done: () => void): void
   destroy (): void
 }
