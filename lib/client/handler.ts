@@ -39,7 +39,8 @@ export class SharedController {
     this.#real.pause()
   }
 
-  release (): void {
+  /** Bound, as it is the side decoder's `next`. */
+  readonly release = (): void => {
     if (!this.#held) return
     this.#held = false
     if (!this.#paused) this.#real.resume()
@@ -85,10 +86,7 @@ export class DigestHandler implements Handler {
       })
       if (this.#failed) return
     } else this.#check = check
-    if (check.decodes) {
-      const shared = this.#shared = new SharedController(controller)
-      check.release = () => shared.release()
-    }
+    if (check.decodes) this.#shared = new SharedController(controller)
     this.#handler.onResponseStart?.(this.#above(controller), statusCode, headers as never, statusMessage)
   }
 
@@ -96,7 +94,7 @@ export class DigestHandler implements Handler {
 
   onResponseData (controller: Controller, chunk: Buffer): void {
     if (this.#failed) return
-    if (this.#check?.update(chunk) === false) (this.#shared as SharedController).hold()
+    if (this.#check?.update(chunk, this.#shared?.release ?? null) === false) (this.#shared as SharedController).hold()
     this.#handler.onResponseData?.(this.#above(controller), chunk)
   }
 

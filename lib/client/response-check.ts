@@ -99,8 +99,6 @@ export class ResponseCheck {
   #decoder: DecodingTap | null = null
   #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
-  /** Called when a held response may go on (the side decoder's queue drained, or it stopped). */
-  release: (() => void) | null = null
 
   constructor (params: ClientParams, request: RequestFacts, status: number, headers: ResponseHeaders) {
     this.#params = params
@@ -146,12 +144,12 @@ export class ResponseCheck {
   /** Whether a side decoder runs: the response may be held for it. */
   get decodes (): boolean { return this.#decoder !== null }
 
-  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response until release(). */
-  update (chunk: Uint8Array): boolean {
+  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response until `release` is called. */
+  update (chunk: Uint8Array, release: (() => void) | null): boolean {
     this.#hasher?.update(chunk)
     const problem = this.#problem
     if (problem !== null) this.#problem = problem.length + chunk.byteLength > MAX_PROBLEM_SIZE ? null : Buffer.concat([problem, chunk])
-    return this.#decoder?.write(chunk, this.release) ?? true
+    return this.#decoder?.write(chunk, release) ?? true
   }
 
   /** Stop everything (the response failed or was aborted). */

@@ -105,12 +105,9 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
   const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   const chunks: Buffer[] = []
   let bytes = 0
-  while (true) {
-    const next = await it.next()
-    if (next.done === true) return { chunks, rest: null, bytes }
-    const chunk = next.value
-    chunks.push(chunk)
-    bytes += chunk.byteLength
+  for (let next = await it.next(); next.done !== true; next = await it.next()) {
+    chunks.push(next.value)
+    bytes += next.value.byteLength
     if (bytes > limit) {
       const rest = Readable.from(replay(chunks, it), { objectMode: false })
       // Given up early (a client gone, a HEAD): destroyed too, so that its source is released
@@ -119,6 +116,7 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
       return { chunks: null, rest, bytes }
     }
   }
+  return { chunks, rest: null, bytes }
 }
 
 // A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes
