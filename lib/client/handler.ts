@@ -47,9 +47,8 @@ export class SharedController {
   }
 }
 
-// HTTP/2 trailers: undici 7.30.2 gives node:http2's trailers object to onComplete
-// (lib/dispatcher/client-h2.js:830-836), which its adapter parses as a flat list
-// into `{}` (lib/handler/unwrap-handler.js:94-97), keeping it as `rawTrailers`.
+// HTTP/2 trailers: undici 7.30.2's adapter parses node:http2's trailers object (lib/dispatcher/client-h2.js:830-836)
+// as a flat list into `{}` (lib/handler/unwrap-handler.js:94-97), keeping it as `rawTrailers`.
 function trailersOf (controller: Controller, trailers: ResponseHeaders): ResponseHeaders {
   const raw = controller.rawTrailers
   if (Object.keys(trailers).length > 0 || raw === null || typeof raw !== 'object' || Array.isArray(raw)) return trailers

@@ -1,6 +1,5 @@
-// The RFC 9530 §5 algorithm registry and the hashing behind each key. Digests are raw
-// octets (a Byte Sequence's, §2); a checksum is big-endian of a fixed width, 2 octets for
-// unixsum, 4 for the others, as Appendix D's vectors keep leading zeros (unixsum `GQU=`).
+// The RFC 9530 §5 algorithm registry and the hashing behind each key. Digests are raw octets (§2); a checksum is
+// big-endian of a fixed width, 2 octets for unixsum, 4 for the others, as Appendix D keeps leading zeros (unixsum `GQU=`).
 import { createHash, hash, type Hash } from 'node:crypto'
 import type { ALGORITHMS as PublicAlgorithms, DigestAlgorithm, Digester } from '../../types/index'
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from './errors'

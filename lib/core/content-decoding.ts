@@ -85,9 +85,8 @@ export function decodeWhole (codings: readonly string[], data: Buffer, max: numb
 
 export type DecodeFailure = 'invalid' | 'too-large'
 
-// Decodes and hashes the decoded bytes; stops with 'too-large' once the output of any decoder
-// exceeds `limit`, with 'invalid' on data that does not decode, and then drops what it is given
-// and answers waiting callbacks. Writes are gathered up to `batch` bytes (a thread-pool round trip each).
+// Decodes and hashes the decoded bytes, writes gathered up to `batch` bytes (a thread-pool round trip each); stops with
+// 'too-large' once any decoder's output exceeds `limit`, 'invalid' on bad data, then drops input and answers waiting callbacks.
 export class DecodingTap implements StreamTap {
   readonly #stages: DecoderStages
   readonly #hasher: MultiDigester

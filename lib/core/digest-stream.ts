@@ -1,5 +1,4 @@
-// Hashing as bytes flow: several algorithms at once, each byte fed to each hasher once,
-// chunks passed through untouched.
+// Hashing as bytes flow: several algorithms at once, each byte fed to each hasher once, chunks passed through untouched.
 import { Readable, Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm, Digester } from '../../types/index'
 import { createDigester, computeDigest } from './algorithms'
