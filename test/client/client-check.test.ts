@@ -59,6 +59,16 @@ const noop = () => {}
 /** A decoder as the client runs it: deflate raw or not, writes batched. */
 const clientDecoder = (coding: string) => new DecodingTap(createContentDecoders(coding, { rawDeflate: true }) as DecoderStages, ['sha-256'], 1024, 1024)
 
+test('strict: a coded Repr-Digest that does not match is mismatched, even when the decoded reading (for Unencoded-Digest) is unknown', async (t) => {
+  const headers = { 'content-encoding': 'x-unknown', 'repr-digest': sf('other'), 'unencoded-digest': sf('body') }
+  const check = new ResponseCheck(normalizeClientOptions({ strict: true }), { ...facts, trailers: false }, 200, headers)
+  check.update(Buffer.from('coded'), null)
+  t.match(await verdict(check, {}), { code: 'FST_DIGEST_RESPONSE_MISMATCH', field: 'Repr-Digest' })
+  const either = new ResponseCheck(normalizeClientOptions(), { ...facts, trailers: false }, 200, headers)
+  either.update(Buffer.from('coded'), null)
+  t.equal(await verdict(either, {}), null, 'by default, it may be the decoded bytes\' digest: unchecked')
+})
+
 test('deflate: an empty chunk first tells nothing; zlib or raw by the first octet; an end before any byte', async (t) => {
   const text = Buffer.from('deflated, one way or the other')
   for (const coded of [deflateSync(text), deflateRawSync(text)]) {
