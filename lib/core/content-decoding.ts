@@ -5,8 +5,6 @@ import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
 
-/** How a stack is built: zlib's chunk size, the first decoder's queue, and `deflate` raw too. */
-export interface DecoderProfile { readonly chunkSize?: number, readonly queue?: number, readonly rawDeflate?: boolean }
 type Factory = (options: { chunkSize?: number, writableHighWaterMark?: number }) => Transform
 type Decode = (data: Buffer, options: zlib.ZlibOptions) => Buffer
 
@@ -42,8 +40,7 @@ const zstd = zlib as unknown as { createZstdDecompress?: Factory, zstdDecompress
 const DECODERS: ReadonlyMap<string, readonly [Factory, Decode]> = new Map<string, readonly [Factory, Decode]>([
   ['gzip', [zlib.createGunzip, zlib.gunzipSync]], ['x-gzip', [zlib.createGunzip, zlib.gunzipSync]],
   ['deflate', [zlib.createInflate, inflateEither]], ['br', [zlib.createBrotliDecompress, zlib.brotliDecompressSync]],
-  ...([['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]]] as const)
-    .filter((entry): entry is ['zstd', [Factory, Decode]] => entry[1][0] !== undefined)
+  ...(zstd.createZstdDecompress === undefined ? [] : [['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]] as const])
 ])
 
 /** The content codings decoded on the side (RFC 9110 §8.4.1). */
@@ -68,12 +65,12 @@ export function decodingOrder (coding: string): string[] | null {
 /** The decoders in decoding order: coded bytes into the first, decoded ones out of the last. */
 export type DecoderStages = readonly [Transform, ...Transform[]]
 
-/** The decoders of contentCoding()'s value, or null (decodingOrder()). */
-export function createContentDecoders (coding: string, { chunkSize, queue, rawDeflate }: DecoderProfile = {}): DecoderStages | null {
+/** The decoders of contentCoding()'s value, or null (decodingOrder()): zlib's chunk size, the first one's queue, `deflate` raw too. */
+export function createContentDecoders (coding: string, { chunkSize, queue, rawDeflate = false }: { chunkSize?: number, queue?: number, rawDeflate?: boolean } = {}): DecoderStages | null {
   const order = decodingOrder(coding)
   if (order === null) return null
   return order.map((name, i) => {
-    const create = name === 'deflate' && rawDeflate === true ? eitherDeflate : (DECODERS.get(name) as [Factory, Decode])[0]
+    const create = name === 'deflate' && rawDeflate ? eitherDeflate : (DECODERS.get(name) as [Factory, Decode])[0]
     return create(i === 0 ? { chunkSize, writableHighWaterMark: queue } : { chunkSize })
   }) as unknown as DecoderStages
 }
@@ -82,8 +79,6 @@ export function createContentDecoders (coding: string, { chunkSize, queue, rawDe
 export function decodeWhole (codings: readonly string[], data: Buffer, max: number): Buffer {
   return codings.reduce((out, c) => (DECODERS.get(c) as [Factory, Decode])[1](out, { maxOutputLength: max }), data)
 }
-
-export type DecodeFailure = 'invalid' | 'too-large'
 
 // Decodes and hashes the decoded bytes, writes gathered up to `batch` bytes (a thread-pool round trip each); stops with
 // 'too-large' once any decoder's output exceeds `limit`, 'invalid' on bad data, then drops input and answers waiting callbacks.
@@ -97,7 +92,7 @@ export class DecodingTap implements StreamTap {
   #done: (() => void) | null = null
   #stopped = false
   digests: DigestResults | null = null
-  failure: DecodeFailure | null = null
+  failure: 'invalid' | 'too-large' | null = null
 
   constructor (stages: DecoderStages, algorithms: Iterable<DigestAlgorithm>, limit: number, batch = 0) {
     this.#stages = stages
@@ -165,7 +160,7 @@ export class DecodingTap implements StreamTap {
     pending?.()
   }
 
-  #stop (failure: DecodeFailure | null): void {
+  #stop (failure: DecodingTap['failure']): void {
     if (this.#stopped) return
     this.#stopped = true
     this.failure = failure

@@ -91,16 +91,13 @@ export class CheckedStream extends Transform {
   }
 }
 
-/** The chunks, when the stream ended within the limit; else `rest`, replaying what was read and the rest. */
-export interface Collected { chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }
-
 async function * replay (head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
   yield * head
   for (let next = await it.next(); next.done !== true; next = await it.next()) yield next.value
 }
 
-/** Read a stream into memory up to `limit` bytes. */
-export async function collectUpTo (stream: DigestTransform, limit: number): Promise<Collected> {
+/** Read a stream into memory up to `limit` bytes: its chunks, or past the limit `rest`, replaying what was read and the rest. */
+export async function collectUpTo (stream: DigestTransform, limit: number): Promise<{ chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }> {
   const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   const chunks: Buffer[] = []
   let bytes = 0
