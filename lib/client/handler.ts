@@ -33,13 +33,12 @@ export class SharedController {
     if (!this.#held) this.#real.resume()
   }
 
-  /** The side decoder's queue is full; release() once it takes more (or has stopped). */
+  /** The side decoder's queue is full; `release` (bound: the decoder's `next`) once it takes more (or has stopped). */
   hold (): void {
     this.#held = true
     this.#real.pause()
   }
 
-  /** Bound, as it is the side decoder's `next`. */
   readonly release = (): void => {
     if (!this.#held) return
     this.#held = false

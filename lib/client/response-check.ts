@@ -61,19 +61,12 @@ function refusalOf (status: number, request: RequestFacts, body: Buffer | null, 
 }
 
 const FIELDS: readonly DigestFieldName[] = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest']
-const NONE: DigestResults = new Map()
-// A reading that is unknown or absent: no value of the right length matches an empty one.
+// A reading that is unknown or not hashed: no value of the right length matches an empty one.
 const UNKNOWN: DigestResults = new Map([...ALGORITHMS.keys()].map((a) => [a, Buffer.alloc(0)]))
 
 /** The result a field fails on: an invalid value first, then a mismatch. */
 function badResult ({ results }: FieldVerification): AlgorithmResult | undefined {
   return results.find((r) => r.outcome === 'invalid-length') ?? results.find((r) => r.outcome === 'mismatched')
-}
-
-function failureOf (verification: FieldVerification): DigestClientError | null {
-  const bad = badResult(verification)
-  if (bad === undefined) return null
-  return clientError(bad.outcome === 'invalid-length' ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH', verification.field, bad.algorithm)
 }
 
 type Reading = 'coded' | 'decoded'
@@ -158,7 +151,7 @@ export class ResponseCheck {
   /** Calls `done` with the error that must replace the clean end, or null; synchronous unless a side decoder runs. */
   finish (trailers: ResponseHeaders, done: (err: DigestClientError | null) => void): void {
     if (this.#trailerFields) this.#read(trailers)
-    const coded = this.#hasher?.digest() ?? NONE
+    const coded = this.#hasher?.digest() ?? UNKNOWN
     const decoder = this.#decoder
     if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
     decoder.end(() => done(this.#verdict(coded, decoder.digests,
@@ -167,12 +160,10 @@ export class ResponseCheck {
 
   /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
   #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): DigestClientError | null {
-    let failure = this.#errors[0] ?? null
-    if (this.#status === 304) return failure
+    if (this.#status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
     let verified = false
     let notChecked: DigestClientError | null = null
     for (const { field, digests } of this.#received) {
-      if (failure !== null) break
       const verification = this.#verify(field, digests, coded, decoded)
       const bad = badResult(verification)
       if (undecoded !== null && bad?.outcome === 'mismatched' && readingsOf(field, true, this.#params.reprDigest).includes('decoded')) {
@@ -180,14 +171,13 @@ export class ResponseCheck {
         notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
         continue
       }
-      failure = failureOf(verification)
+      const code = bad?.outcome === 'invalid-length' ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH'
+      if (bad !== undefined) return clientError(code, field, bad.algorithm)
       verified ||= verification.ok
     }
-    failure ??= refusalOf(this.#status, this.#request, this.#problem, this.#coding)
-    if (failure === null && !verified && this.#params.verify === 'required' && this.#status !== 204) {
-      failure = notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.#params.algorithms.join(', '))
-    }
-    return failure
+    const refusal = refusalOf(this.#status, this.#request, this.#problem, this.#coding)
+    if (refusal !== null || verified || this.#params.verify !== 'required' || this.#status === 204) return refusal
+    return notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.#params.algorithms.join(', '))
   }
 
   /** One field against the readings it may be of: the second, if any, when the first does not match. */
@@ -197,6 +187,6 @@ export class ResponseCheck {
     const verification = verifyDigests(field, digests, first === 'coded' ? coded : decoded ?? UNKNOWN, enabled)
     if (second === undefined || verification.ok || decoded === null) return verification
     const other = verifyDigests(field, digests, decoded, enabled)
-    return other.ok || failureOf(verification) === null ? other : verification
+    return other.ok || badResult(verification) === undefined ? other : verification
   }
 }

@@ -99,8 +99,7 @@ export class DecodingTap implements StreamTap {
     this.#hasher = new MultiDigester(algorithms)
     this.#batchSize = batch
     const last = stages[stages.length - 1] as Transform
-    // pipe() carries data, backpressure and the end between decoders, not errors; `on`, as a
-    // decoder may fail after the end.
+    // pipe() carries data, backpressure and the end between decoders, not errors (`on`: one may fail after its end).
     stages.forEach((stage, i) => {
       let bytes = 0
       stage.on('error', () => this.#stop('invalid')).on('data', (chunk: Buffer) => {
