@@ -40,7 +40,8 @@ const zstd = zlib as unknown as { createZstdDecompress?: Factory, zstdDecompress
 const DECODERS: ReadonlyMap<string, readonly [Factory, Decode]> = new Map<string, readonly [Factory, Decode]>([
   ['gzip', [zlib.createGunzip, zlib.gunzipSync]], ['x-gzip', [zlib.createGunzip, zlib.gunzipSync]],
   ['deflate', [zlib.createInflate, inflateEither]], ['br', [zlib.createBrotliDecompress, zlib.brotliDecompressSync]],
-  ...(zstd.createZstdDecompress === undefined ? [] : [['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]] as const])
+  ...([['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]]] as const)
+    .filter((entry): entry is ['zstd', [Factory, Decode]] => entry[1][0] !== undefined)
 ])
 
 /** The content codings decoded on the side (RFC 9110 §8.4.1). */
