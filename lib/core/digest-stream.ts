@@ -82,10 +82,7 @@ export class CheckedStream extends Transform {
     const actual = this.#hasher.digest()
     for (const [algorithm, value] of this.expected) {
       // An algorithm not hashed cannot be vouched for.
-      if (!digestsEqual(actual.get(algorithm) ?? NO_DIGEST, value)) {
-        callback(this.#mismatch(algorithm))
-        return
-      }
+      if (!digestsEqual(actual.get(algorithm) ?? NO_DIGEST, value)) return callback(this.#mismatch(algorithm))
     }
     callback(null, this.#held ?? undefined)
   }
