@@ -33,22 +33,21 @@ export class SharedController {
     if (!this.#held) this.#real.resume()
   }
 
-  /** The side decoder's queue is full; release() once it takes more (or has stopped). */
+  /** The side decoder's queue is full; `release` (bound: the decoder's `next`) once it takes more (or has stopped). */
   hold (): void {
     this.#held = true
     this.#real.pause()
   }
 
-  release (): void {
+  readonly release = (): void => {
     if (!this.#held) return
     this.#held = false
     if (!this.#paused) this.#real.resume()
   }
 }
 
-// HTTP/2 trailers: undici 7.30.2 gives node:http2's trailers object to onComplete
-// (lib/dispatcher/client-h2.js:830-836), which its adapter parses as a flat list
-// into `{}` (lib/handler/unwrap-handler.js:94-97), keeping it as `rawTrailers`.
+// HTTP/2 trailers: undici 7.30.2's adapter parses node:http2's trailers object (lib/dispatcher/client-h2.js:830-836)
+// as a flat list into `{}` (lib/handler/unwrap-handler.js:94-97), keeping it as `rawTrailers`.
 function trailersOf (controller: Controller, trailers: ResponseHeaders): ResponseHeaders {
   const raw = controller.rawTrailers
   if (Object.keys(trailers).length > 0 || raw === null || typeof raw !== 'object' || Array.isArray(raw)) return trailers
@@ -85,10 +84,7 @@ export class DigestHandler implements Handler {
       })
       if (this.#failed) return
     } else this.#check = check
-    if (check.decodes) {
-      const shared = this.#shared = new SharedController(controller)
-      check.release = () => shared.release()
-    }
+    if (check.decodes) this.#shared = new SharedController(controller)
     this.#handler.onResponseStart?.(this.#above(controller), statusCode, headers as never, statusMessage)
   }
 
@@ -96,7 +92,7 @@ export class DigestHandler implements Handler {
 
   onResponseData (controller: Controller, chunk: Buffer): void {
     if (this.#failed) return
-    if (this.#check?.update(chunk) === false) (this.#shared as SharedController).hold()
+    if (this.#check?.update(chunk, this.#shared?.release ?? null) === false) (this.#shared as SharedController).hold()
     this.#handler.onResponseData?.(this.#above(controller), chunk)
   }
 

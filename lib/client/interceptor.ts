@@ -1,6 +1,5 @@
-// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44), its options
-// validated once, adding Want-*-Digest, `TE: trailers` and Content-Digest to a request, its
-// response checked by a DigestHandler. Headers come flat, as pairs or as an object (lib/core/request.js:196-218).
+// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44) adding Want-*-Digest, `TE: trailers`
+// and Content-Digest to a request, its response checked by a DigestHandler. Headers: lib/core/request.js:196-218.
 import type { Dispatcher } from 'undici'
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
 import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
@@ -37,8 +36,7 @@ function wantValue (value: unknown, name: string, enabled: readonly DigestAlgori
   return serializeWantField(list.map((key, i) => [key as string, 10 - i]))
 }
 
-// An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest
-// (docs/design.md, "The client"); the object, per field.
+// An algorithm or a list asks for Content-Digest and Repr-Digest (docs/design.md, "The client"); the object, per field.
 function checkWant (value: unknown, enabled: readonly DigestAlgorithm[]): Array<string | null> {
   if (value === undefined) return [null, null, null]
   if (typeof value === 'string' || Array.isArray(value)) return [...Array(2).fill(wantValue(value, 'want', enabled)), null]
@@ -146,8 +144,7 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
     if (bytes !== null) return send([...pairs, ['content-digest', digestFieldOf(algorithm, bytes, true) as string]], opts.body)
     const prepared = prepareBody(opts.body, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal)
     if (prepared === null) return send(pairs, opts.body)
-    // A Blob or FormData is hashed first; an error fails the request as undici's asynchronous
-    // interceptors do (lib/interceptor/dns.js).
+    // A Blob or FormData is hashed first; an error fails the request as in undici's lib/interceptor/dns.js.
     const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
     prepared.then((body) => {
       try {

@@ -1,7 +1,5 @@
-// Content-Digest of request content as sent (RFC 9530 §2): strings (UTF-8), ArrayBuffers and
-// typed arrays at once; a Blob hashed as a stream, then sent; a FormData serialized first.
-// `{ unencoded: true }` adds Unencoded-Digest, the same value for content without a coding
-// (draft-ietf-httpbis-unencoded-digest §3).
+// Content-Digest of request content as sent (RFC 9530 §2): bytes at once, a Blob hashed as a stream, a FormData serialized
+// first; `{ unencoded: true }` adds Unencoded-Digest, the same value without a coding (draft-ietf-httpbis-unencoded-digest §3).
 import { randomBytes } from 'node:crypto'
 import type { DigestAlgorithm, DigestedBody, DigestHeadersOptions, DigestibleBody } from '../../types/client'
 import { ALGORITHMS } from '../core/algorithms'
@@ -19,9 +17,8 @@ export function isFormData (body: unknown): body is FormData {
 const escapeName = (name: string): string => name.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22')
 const crlf = (text: string): string => text.replace(/\r\n|\r|\n/g, '\r\n')
 
-// A FormData as sent: undici serializes it as it writes the request (7.30.2 lib/dispatcher/client-h1.js:1167-1177),
-// too late to hash. Here instead (RFC 7578, as the HTML Standard encodes forms), into a Blob that
-// references files, its `type` the Content-Type; null for an entry neither string nor Blob.
+// A FormData as sent (RFC 7578, as the HTML Standard encodes forms; undici 7.30.2 does it too late to hash, lib/dispatcher/client-h1.js:1167-1177):
+// a Blob that references files, its `type` the Content-Type; null for an entry neither string nor Blob.
 export function formDataBlob (form: FormData): Blob | null {
   const boundary = `----fastify-digest-fields-${randomBytes(16).toString('hex')}`
   const parts: Array<string | Blob> = []

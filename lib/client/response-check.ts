@@ -6,7 +6,8 @@ import { DECODABLE_CODINGS, DecodingTap, MAX_CODINGS, contentCoding, createConte
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { clientErrors } from '../core/errors'
 import { parseDigestField } from '../core/fields'
-import { usableAlgorithms, verifyDigests } from '../core/compare'
+import { verifyDigests } from '../core/compare'
+import { ALGORITHMS } from '../core/algorithms'
 import type { ClientParams } from './interceptor'
 
 // node:zlib makes a thread-pool round trip per write and output chunk. The response is held
@@ -60,24 +61,21 @@ function refusalOf (status: number, request: RequestFacts, body: Buffer | null, 
 }
 
 const FIELDS: readonly DigestFieldName[] = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest']
-const NONE: DigestResults = new Map()
+// A reading that is unknown or not hashed: no value of the right length matches an empty one.
+const UNKNOWN: DigestResults = new Map([...ALGORITHMS.keys()].map((a) => [a, Buffer.alloc(0)]))
 
 /** The result a field fails on: an invalid value first, then a mismatch. */
 function badResult ({ results }: FieldVerification): AlgorithmResult | undefined {
   return results.find((r) => r.outcome === 'invalid-length') ?? results.find((r) => r.outcome === 'mismatched')
 }
 
-function failureOf (verification: FieldVerification): DigestClientError | null {
-  const bad = badResult(verification)
-  if (bad === undefined) return null
-  return clientError(bad.outcome === 'invalid-length' ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH', verification.field, bad.algorithm)
-}
+type Reading = 'coded' | 'decoded'
+const READINGS: Readonly<Record<ClientParams['reprDigest'], readonly Reading[]>> = { coded: ['coded'], decoded: ['decoded'], either: ['coded', 'decoded'] }
 
-/** A field read over decoded bytes that are unknown or absent: no value matches. */
-function noReading (field: DigestFieldName, digests: DigestMap, enabled: readonly DigestAlgorithm[]): FieldVerification {
-  const { results } = verifyDigests(field, digests, NONE, enabled)
-  const open = usableAlgorithms(digests, enabled).map((algorithm): AlgorithmResult => ({ algorithm, outcome: 'mismatched' }))
-  return { field, ok: false, results: [...results, ...open] }
+/** What a field is the digest of, in order: the bytes as received or decoded (docs/design.md, "The client"). */
+function readingsOf (field: DigestFieldName, coded: boolean, reprDigest: ClientParams['reprDigest']): readonly Reading[] {
+  if (!coded || field === 'Content-Digest') return READINGS.coded
+  return READINGS[field === 'Repr-Digest' ? reprDigest : 'decoded']
 }
 
 export class ResponseCheck {
@@ -94,8 +92,6 @@ export class ResponseCheck {
   #decoder: DecodingTap | null = null
   #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
-  /** Called when a held response may go on (the side decoder's queue drained, or it stopped). */
-  release: (() => void) | null = null
 
   constructor (params: ClientParams, request: RequestFacts, status: number, headers: ResponseHeaders) {
     this.#params = params
@@ -107,24 +103,18 @@ export class ResponseCheck {
     this.#fields = FIELDS.filter((f) => f === 'Content-Digest' || (ofRepr && (f === 'Unencoded-Digest' || status !== 406)))
     this.#coding = contentCoding(responseField(headers, 'content-encoding'))
     this.#read(headers)
-    const [content, repr, unencoded] = FIELDS.map((f) => this.#received.find((r) => r.field === f)?.digests)
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
     this.#trailerFields = !this.empty && (/content-digest|repr-digest|unencoded-digest/.test((responseField(headers, 'trailer') ?? '').toLowerCase()) ||
       (request.trailers && !inHead))
     const type = responseField(headers, 'content-type')
     if (status >= 400 && type?.trim().toLowerCase().startsWith('application/problem+json') === true) this.#problem = Buffer.alloc(0)
     if (status === 304) return
-    // Hashed as received: Content-Digest, Repr-Digest's coded reading, Unencoded-Digest without
-    // a coding; decoded: the other readings. Every algorithm for trailers.
+    // Each reading hashed for the algorithms of the fields of it; for every one if trailers may add fields.
     const coded = this.#coding !== null
-    const onDecoded = coded && params.reprDigest === 'decoded'
-    const decodes = coded && !this.empty
-    const pick = (wanted: (a: DigestAlgorithm) => boolean): readonly DigestAlgorithm[] =>
-      this.#trailerFields ? params.algorithms : params.algorithms.filter(wanted)
-    const received = pick((a) => content?.has(a) === true || (!onDecoded && repr?.has(a) === true) || (!decodes && unencoded?.has(a) === true))
-    const decoded = decodes && ofRepr
-      ? pick((a) => (params.reprDigest !== 'coded' && repr?.has(a) === true) || unencoded?.has(a) === true)
-      : []
+    const pick = (reading: Reading): DigestAlgorithm[] => params.algorithms.filter((a) => this.#trailerFields ||
+      this.#received.some(({ field, digests }) => digests.has(a) && readingsOf(field, coded, params.reprDigest).includes(reading)))
+    const received = pick('coded')
+    const decoded = coded && ofRepr ? pick('decoded') : []
     if (received.length > 0) this.#hasher = new MultiDigester(received)
     if (decoded.length === 0) return
     const stages = createContentDecoders(this.#coding as string, PROFILE)
@@ -147,12 +137,12 @@ export class ResponseCheck {
   /** Whether a side decoder runs: the response may be held for it. */
   get decodes (): boolean { return this.#decoder !== null }
 
-  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response until release(). */
-  update (chunk: Uint8Array): boolean {
+  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response until `release` is called. */
+  update (chunk: Uint8Array, release: (() => void) | null): boolean {
     this.#hasher?.update(chunk)
     const problem = this.#problem
     if (problem !== null) this.#problem = problem.length + chunk.byteLength > MAX_PROBLEM_SIZE ? null : Buffer.concat([problem, chunk])
-    return this.#decoder?.push(chunk, this.release) ?? true
+    return this.#decoder?.write(chunk, release) ?? true
   }
 
   /** Stop everything (the response failed or was aborted). */
@@ -161,7 +151,7 @@ export class ResponseCheck {
   /** Calls `done` with the error that must replace the clean end, or null; synchronous unless a side decoder runs. */
   finish (trailers: ResponseHeaders, done: (err: DigestClientError | null) => void): void {
     if (this.#trailerFields) this.#read(trailers)
-    const coded = this.#hasher?.digest() ?? NONE
+    const coded = this.#hasher?.digest() ?? UNKNOWN
     const decoder = this.#decoder
     if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
     decoder.end(() => done(this.#verdict(coded, decoder.digests,
@@ -170,39 +160,33 @@ export class ResponseCheck {
 
   /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
   #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): DigestClientError | null {
-    let failure = this.#errors[0] ?? null
-    if (this.#status === 304) return failure
+    if (this.#status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
     let verified = false
     let notChecked: DigestClientError | null = null
     for (const { field, digests } of this.#received) {
-      if (failure !== null) break
       const verification = this.#verify(field, digests, coded, decoded)
       const bad = badResult(verification)
-      if (field !== 'Content-Digest' && undecoded !== null && bad?.outcome === 'mismatched') {
+      if (undecoded !== null && bad?.outcome === 'mismatched' && readingsOf(field, true, this.#params.reprDigest).includes('decoded')) {
         // Not the coded bytes' digest; maybe the decoded ones', unknown here.
         notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
         continue
       }
-      failure = failureOf(verification)
+      const code = bad?.outcome === 'invalid-length' ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH'
+      if (bad !== undefined) return clientError(code, field, bad.algorithm)
       verified ||= verification.ok
     }
-    failure ??= refusalOf(this.#status, this.#request, this.#problem, this.#coding)
-    if (failure === null && !verified && this.#params.verify === 'required' && this.#status !== 204) {
-      failure = notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.#params.algorithms.join(', '))
-    }
-    return failure
+    const refusal = refusalOf(this.#status, this.#request, this.#problem, this.#coding)
+    if (refusal !== null || verified || this.#params.verify !== 'required' || this.#status === 204) return refusal
+    return notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.#params.algorithms.join(', '))
   }
 
-  /** One field against the readings it may be of. */
+  /** One field against the readings it may be of: the second, if any, when the first does not match. */
   #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
     const enabled = this.#params.algorithms
-    const isCoded = this.#coding !== null
-    if (isCoded && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && this.#params.reprDigest === 'decoded'))) {
-      return decoded === null ? noReading(field, digests, enabled) : verifyDigests(field, digests, decoded, enabled)
-    }
-    const verification = verifyDigests(field, digests, coded, enabled)
-    if (field !== 'Repr-Digest' || !isCoded || verification.ok || this.#params.reprDigest === 'coded' || decoded === null) return verification
+    const [first, second] = readingsOf(field, this.#coding !== null, this.#params.reprDigest)
+    const verification = verifyDigests(field, digests, first === 'coded' ? coded : decoded ?? UNKNOWN, enabled)
+    if (second === undefined || verification.ok || decoded === null) return verification
     const other = verifyDigests(field, digests, decoded, enabled)
-    return other.ok || failureOf(verification) === null ? other : verification
+    return other.ok || badResult(verification) === undefined ? other : verification
   }
 }

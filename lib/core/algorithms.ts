@@ -1,6 +1,5 @@
-// The RFC 9530 §5 algorithm registry and the hashing behind each key. Digests are raw
-// octets (a Byte Sequence's, §2); a checksum is big-endian of a fixed width, 2 octets for
-// unixsum, 4 for the others, as Appendix D's vectors keep leading zeros (unixsum `GQU=`).
+// The RFC 9530 §5 algorithm registry and the hashing behind each key. Digests are raw octets (§2); a checksum is
+// big-endian of a fixed width, 2 octets for unixsum, 4 for the others, as Appendix D keeps leading zeros (unixsum `GQU=`).
 import { createHash, hash, type Hash } from 'node:crypto'
 import type { ALGORITHMS as PublicAlgorithms, DigestAlgorithm, Digester } from '../../types/index'
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from './errors'
@@ -9,14 +8,11 @@ import { adler32, bsdSum, cksumFinish, cksumUpdate, crc32c } from './checksums'
 type Status = (typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer Info> ? Info : never)['status']
 type Data = Buffer | Uint8Array | string
 
-/** A checksum: its state before any data, a chunk folded in, and (cksum) state plus length → its value. */
-interface Checksum {
-  readonly start: number
-  readonly update: (data: Uint8Array, state: number) => number
-  readonly finish?: (state: number, length: number) => number
-}
+type Update = (data: Uint8Array, state?: number) => number
+const NO_BYTES = new Uint8Array(0)
 
-interface Entry { readonly length: number, readonly hash?: string, readonly checksum?: Checksum }
+/** A node:crypto hash, or a checksum: `update` folds a chunk into its state (by default the start), `finish` (cksum) state and length → value. */
+interface Entry { readonly length: number, readonly hash?: string, readonly update?: Update, readonly finish?: (state: number, length: number) => number }
 
 // The IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5, §7.2): the
 // active keys first, then the deprecated ones in registry order. `sha` is SHA-1 (RFC 3174).
@@ -25,10 +21,10 @@ const REGISTRY: ReadonlyArray<readonly [DigestAlgorithm, Status, Entry]> = [
   ['sha-512', 'active', { length: 64, hash: 'sha512' }],
   ['md5', 'deprecated', { length: 16, hash: 'md5' }],
   ['sha', 'deprecated', { length: 20, hash: 'sha1' }],
-  ['unixsum', 'deprecated', { length: 2, checksum: { start: 0, update: bsdSum } }],
-  ['unixcksum', 'deprecated', { length: 4, checksum: { start: 0, update: cksumUpdate, finish: cksumFinish } }],
-  ['adler', 'deprecated', { length: 4, checksum: { start: 1, update: adler32 } }],
-  ['crc32c', 'deprecated', { length: 4, checksum: { start: 0, update: crc32c } }]
+  ['unixsum', 'deprecated', { length: 2, update: bsdSum }],
+  ['unixcksum', 'deprecated', { length: 4, update: cksumUpdate, finish: cksumFinish }],
+  ['adler', 'deprecated', { length: 4, update: adler32 }],
+  ['crc32c', 'deprecated', { length: 4, update: crc32c }]
 ]
 
 /** The registry keys in order, each mapped to a frozen `{ key, status, length }` (length in octets). */
@@ -56,9 +52,9 @@ function toBytes (data: Data): Uint8Array {
 }
 
 /** A checksum's value, as big-endian octets of its width. */
-function checksumOctets ({ length: width, checksum }: Entry, state: number, length: number): Buffer {
+function checksumOctets ({ length: width, finish }: Entry, state: number, length: number): Buffer {
   const out = Buffer.allocUnsafe(width)
-  out.writeUIntBE(checksum?.finish?.(state, length) ?? state, 0, width)
+  out.writeUIntBE(finish?.(state, length) ?? state, 0, width)
   return out
 }
 
@@ -66,10 +62,10 @@ function checksumOctets ({ length: width, checksum }: Entry, state: number, leng
 // 20.12 on) skips the Hash object; its latin1 output is cheaper than 'buffer' (docs/benchmarks.md).
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   const entry = lookup(algorithm)
-  const { hash: name, checksum } = entry
-  if (checksum === undefined) return Buffer.from(hash(name as string, data, 'binary'), 'binary')
+  const { hash: name, update } = entry
+  if (update === undefined) return Buffer.from(hash(name as string, data, 'binary'), 'binary')
   const bytes = toBytes(data)
-  return checksumOctets(entry, checksum.update(bytes, checksum.start), bytes.length)
+  return checksumOctets(entry, update(bytes), bytes.length)
 }
 
 /** computeDigest() as base64 for one algorithm, looked up once (per route), not per call. */
@@ -93,7 +89,7 @@ class IncrementalDigester implements Digester {
     this.algorithm = algorithm
     this.#entry = entry
     this.#hash = entry.hash === undefined ? null : createHash(entry.hash)
-    this.#state = entry.checksum?.start ?? 0
+    this.#state = entry.update?.(NO_BYTES) ?? 0
   }
 
   update (data: Data): this {
@@ -102,7 +98,7 @@ class IncrementalDigester implements Digester {
       this.#hash.update(data)
     } else {
       const bytes = toBytes(data)
-      this.#state = (this.#entry.checksum as Checksum).update(bytes, this.#state)
+      this.#state = (this.#entry.update as Update)(bytes, this.#state)
       this.#length += bytes.length
     }
     return this

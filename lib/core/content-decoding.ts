@@ -5,8 +5,6 @@ import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
 
-/** How a stack is built: zlib's chunk size, the first decoder's queue, and `deflate` raw too. */
-export interface DecoderProfile { readonly chunkSize?: number, readonly queue?: number, readonly rawDeflate?: boolean }
 type Factory = (options: { chunkSize?: number, writableHighWaterMark?: number }) => Transform
 type Decode = (data: Buffer, options: zlib.ZlibOptions) => Buffer
 
@@ -68,12 +66,12 @@ export function decodingOrder (coding: string): string[] | null {
 /** The decoders in decoding order: coded bytes into the first, decoded ones out of the last. */
 export type DecoderStages = readonly [Transform, ...Transform[]]
 
-/** The decoders of contentCoding()'s value, or null (decodingOrder()). */
-export function createContentDecoders (coding: string, { chunkSize, queue, rawDeflate }: DecoderProfile = {}): DecoderStages | null {
+/** The decoders of contentCoding()'s value, or null (decodingOrder()): zlib's chunk size, the first one's queue, `deflate` raw too. */
+export function createContentDecoders (coding: string, { chunkSize, queue, rawDeflate = false }: { chunkSize?: number, queue?: number, rawDeflate?: boolean } = {}): DecoderStages | null {
   const order = decodingOrder(coding)
   if (order === null) return null
   return order.map((name, i) => {
-    const create = name === 'deflate' && rawDeflate === true ? eitherDeflate : (DECODERS.get(name) as [Factory, Decode])[0]
+    const create = name === 'deflate' && rawDeflate ? eitherDeflate : (DECODERS.get(name) as [Factory, Decode])[0]
     return create(i === 0 ? { chunkSize, writableHighWaterMark: queue } : { chunkSize })
   }) as unknown as DecoderStages
 }
@@ -83,11 +81,8 @@ export function decodeWhole (codings: readonly string[], data: Buffer, max: numb
   return codings.reduce((out, c) => (DECODERS.get(c) as [Factory, Decode])[1](out, { maxOutputLength: max }), data)
 }
 
-export type DecodeFailure = 'invalid' | 'too-large'
-
-// Decodes and hashes the decoded bytes; stops with 'too-large' once the output of any decoder
-// exceeds `limit`, with 'invalid' on data that does not decode, and then drops what it is given
-// and answers waiting callbacks. Writes are gathered up to `batch` bytes (a thread-pool round trip each).
+// Decodes and hashes the decoded bytes, writes gathered up to `batch` bytes (a thread-pool round trip each); stops with
+// 'too-large' once any decoder's output exceeds `limit`, 'invalid' on bad data, then drops input and answers waiting callbacks.
 export class DecodingTap implements StreamTap {
   readonly #stages: DecoderStages
   readonly #hasher: MultiDigester
@@ -98,15 +93,14 @@ export class DecodingTap implements StreamTap {
   #done: (() => void) | null = null
   #stopped = false
   digests: DigestResults | null = null
-  failure: DecodeFailure | null = null
+  failure: 'invalid' | 'too-large' | null = null
 
   constructor (stages: DecoderStages, algorithms: Iterable<DigestAlgorithm>, limit: number, batch = 0) {
     this.#stages = stages
     this.#hasher = new MultiDigester(algorithms)
     this.#batchSize = batch
     const last = stages[stages.length - 1] as Transform
-    // pipe() carries data, backpressure and the end between decoders, not errors; `on`, as a
-    // decoder may fail after the end.
+    // pipe() carries data, backpressure and the end between decoders, not errors (`on`: one may fail after its end).
     stages.forEach((stage, i) => {
       let bytes = 0
       stage.on('error', () => this.#stop('invalid')).on('data', (chunk: Buffer) => {
@@ -124,8 +118,7 @@ export class DecodingTap implements StreamTap {
     })
   }
 
-  /** True when it takes more now; else `next` is called once it does (or has stopped). */
-  push (chunk: Uint8Array, next: (() => void) | null): boolean {
+  write (chunk: Uint8Array, next: (() => void) | null): boolean {
     if (this.#stopped) return true
     this.#batched += chunk.byteLength
     if (this.#batched < this.#batchSize) {
@@ -135,10 +128,6 @@ export class DecodingTap implements StreamTap {
     if (this.#flush(chunk)) return true
     this.#pending = next
     return false
-  }
-
-  write (chunk: Buffer, next: () => void): void {
-    if (this.push(chunk, next)) next()
   }
 
   /** Writes the batch and `last` as one buffer (`last` alone without a batch: no array touched). */
@@ -171,7 +160,7 @@ export class DecodingTap implements StreamTap {
     pending?.()
   }
 
-  #stop (failure: DecodeFailure | null): void {
+  #stop (failure: DecodingTap['failure']): void {
     if (this.#stopped) return
     this.#stopped = true
     this.failure = failure

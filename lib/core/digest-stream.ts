@@ -1,5 +1,4 @@
-// Hashing as bytes flow: several algorithms at once, each byte fed to each hasher once,
-// chunks passed through untouched.
+// Hashing as bytes flow: several algorithms at once, each byte fed to each hasher once, chunks passed through untouched.
 import { Readable, Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm, Digester } from '../../types/index'
 import { createDigester, computeDigest } from './algorithms'
@@ -83,34 +82,25 @@ export class CheckedStream extends Transform {
     const actual = this.#hasher.digest()
     for (const [algorithm, value] of this.expected) {
       // An algorithm not hashed cannot be vouched for.
-      if (!digestsEqual(actual.get(algorithm) ?? NO_DIGEST, value)) {
-        callback(this.#mismatch(algorithm))
-        return
-      }
+      if (!digestsEqual(actual.get(algorithm) ?? NO_DIGEST, value)) return callback(this.#mismatch(algorithm))
     }
     callback(null, this.#held ?? undefined)
   }
 }
-
-/** The chunks, when the stream ended within the limit; else `rest`, replaying what was read and the rest. */
-export interface Collected { chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }
 
 async function * replay (head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
   yield * head
   for (let next = await it.next(); next.done !== true; next = await it.next()) yield next.value
 }
 
-/** Read a stream into memory up to `limit` bytes. */
-export async function collectUpTo (stream: DigestTransform, limit: number): Promise<Collected> {
+/** Read a stream into memory up to `limit` bytes: its chunks, or past the limit `rest`, replaying what was read and the rest. */
+export async function collectUpTo (stream: DigestTransform, limit: number): Promise<{ chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }> {
   const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   const chunks: Buffer[] = []
   let bytes = 0
-  while (true) {
-    const next = await it.next()
-    if (next.done === true) return { chunks, rest: null, bytes }
-    const chunk = next.value
-    chunks.push(chunk)
-    bytes += chunk.byteLength
+  for (let next = await it.next(); next.done !== true; next = await it.next()) {
+    chunks.push(next.value)
+    bytes += next.value.byteLength
     if (bytes > limit) {
       const rest = Readable.from(replay(chunks, it), { objectMode: false })
       // Given up early (a client gone, a HEAD): destroyed too, so that its source is released
@@ -119,12 +109,13 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
       return { chunks: null, rest, bytes }
     }
   }
+  return { chunks, rest: null, bytes }
 }
 
-// A second consumer of a hashing stream's bytes (a side decoder): `write` calls `next` when it
-// takes more, `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
+// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes
+// more now, else calls `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
 export interface StreamTap {
-  write (chunk: Buffer, next: () => void): void
+  write (chunk: Uint8Array, next: (() => void) | null): boolean
   end (done: () => void): void
   destroy (): void
 }

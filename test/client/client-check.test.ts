@@ -21,10 +21,10 @@ function verdict (check: ResponseCheck, trailers: Record<string, string>): Promi
 
 test('a 206 with TE: trailers: the trailer Repr-Digest (of the whole) is not checked', async (t) => {
   const check = new ResponseCheck(normalizeClientOptions(), facts, 206, {})
-  check.update(Buffer.from('part'))
+  check.update(Buffer.from('part'), null)
   t.equal(await verdict(check, { 'content-digest': sf('part'), 'repr-digest': sf('the whole') }), null)
   const wrong = new ResponseCheck(normalizeClientOptions(), facts, 206, {})
-  wrong.update(Buffer.from('part'))
+  wrong.update(Buffer.from('part'), null)
   t.match(await verdict(wrong, { 'content-digest': sf('other') }), { code: 'FST_DIGEST_RESPONSE_MISMATCH' })
 })
 
@@ -59,12 +59,22 @@ const noop = () => {}
 /** A decoder as the client runs it: deflate raw or not, writes batched. */
 const clientDecoder = (coding: string) => new DecodingTap(createContentDecoders(coding, { rawDeflate: true }) as DecoderStages, ['sha-256'], 1024, 1024)
 
+test('strict: a coded Repr-Digest that does not match is mismatched, even when the decoded reading (for Unencoded-Digest) is unknown', async (t) => {
+  const headers = { 'content-encoding': 'x-unknown', 'repr-digest': sf('other'), 'unencoded-digest': sf('body') }
+  const check = new ResponseCheck(normalizeClientOptions({ strict: true }), { ...facts, trailers: false }, 200, headers)
+  check.update(Buffer.from('coded'), null)
+  t.match(await verdict(check, {}), { code: 'FST_DIGEST_RESPONSE_MISMATCH', field: 'Repr-Digest' })
+  const either = new ResponseCheck(normalizeClientOptions(), { ...facts, trailers: false }, 200, headers)
+  either.update(Buffer.from('coded'), null)
+  t.equal(await verdict(either, {}), null, 'by default, it may be the decoded bytes\' digest: unchecked')
+})
+
 test('deflate: an empty chunk first tells nothing; zlib or raw by the first octet; an end before any byte', async (t) => {
   const text = Buffer.from('deflated, one way or the other')
   for (const coded of [deflateSync(text), deflateRawSync(text)]) {
     const decoder = clientDecoder('deflate')
-    decoder.push(Buffer.alloc(0), noop)
-    decoder.push(coded, noop)
+    decoder.write(Buffer.alloc(0), noop)
+    decoder.write(coded, noop)
     await new Promise<void>((resolve) => decoder.end(resolve))
     t.same(decoder.digests?.get('sha-256'), createHash('sha256').update(text).digest())
   }
@@ -72,12 +82,12 @@ test('deflate: an empty chunk first tells nothing; zlib or raw by the first octe
   await new Promise<void>((resolve) => empty.end(resolve))
   t.same(empty.digests?.get('sha-256'), createHash('sha256').update('').digest(), 'nothing decoded from nothing')
   const broken = clientDecoder('deflate')
-  broken.push(Buffer.from('\x78 but not zlib after all'), noop)
+  broken.write(Buffer.from('\x78 but not zlib after all'), noop)
   await new Promise<void>((resolve) => broken.end(resolve))
   t.equal(broken.digests, null, 'a decoding error: no decoded reading')
   t.equal(broken.failure, 'invalid')
   const dropped = clientDecoder('deflate')
-  dropped.push(deflateSync(text).subarray(0, 4), noop)
+  dropped.write(deflateSync(text).subarray(0, 4), noop)
   dropped.destroy()
   t.equal(dropped.digests, null)
 })
@@ -102,17 +112,17 @@ test('a chain of decoders: an error in the first or a later one, destroy', async
   const first = new PassThrough()
   const second = new PassThrough()
   const failing = new DecodingTap([first, second], ['sha-256'], 1024)
-  t.equal(failing.push(Buffer.from('ab'), noop), true)
+  t.equal(failing.write(Buffer.from('ab'), noop), true)
   second.emit('error', new Error('the second decoder fails'))
   t.ok(first.destroyed && second.destroyed, 'every decoder is dropped')
-  t.equal(failing.push(Buffer.from('cd'), noop), true, 'settled: takes and drops')
+  t.equal(failing.write(Buffer.from('cd'), noop), true, 'settled: takes and drops')
   await new Promise<void>((resolve) => failing.end(resolve))
   t.equal(failing.digests, null)
   const a = new Transform({ writableHighWaterMark: 1, transform () {} }) // takes nothing
   const b = new PassThrough()
   const dropped = new DecodingTap([a, b], ['sha-256'], 1024)
   let released = 0
-  t.equal(dropped.push(Buffer.from('ab'), () => { released++ }), false, 'the first decoder\'s queue is full: held')
+  t.equal(dropped.write(Buffer.from('ab'), () => { released++ }), false, 'the first decoder\'s queue is full: held')
   dropped.destroy()
   t.ok(a.destroyed && b.destroyed)
   t.equal(released, 1, 'released when dropped')

@@ -55,8 +55,7 @@ export class BodyStream extends Transform {
       if (hasher.bytes + chunk.length > this.#limit) this.overLimit = true
       else hasher.update(chunk)
     }
-    if (this.side === null) callback(null, chunk)
-    else this.side.write(chunk, () => callback(null, chunk))
+    if (this.side?.write(chunk, () => callback(null, chunk)) !== false) callback(null, chunk)
   }
 
   override _flush (callback: TransformCallback): void {
