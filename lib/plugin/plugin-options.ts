@@ -3,11 +3,8 @@
 import type { RegisterOptions } from 'fastify'
 import type { DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions, VerifyPolicy } from '../../types/index'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from '../core/errors'
-import { checkAlgorithms, checkBoolean, checkCount, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type Fail } from '../core/option-checks'
-import type { DigestParams } from '../core/digest-params'
+import { checkAlgorithms, checkBoolean, checkCount, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type DigestParams, type Fail } from '../core/option-checks'
 import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, validLabel, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
-
-export type { DigestParams } from '../core/digest-params'
 
 /** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
 export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',

@@ -5,7 +5,7 @@
 // logged at warn once per route and reason, with the fix.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestOmission, ResponseDigestField } from '../../../types/index'
-import type { DigestParams } from '../../core/digest-params'
+import type { DigestParams } from '../../core/option-checks'
 import type { CheckedStream, DigestResults, DigestTransform } from '../../core/digest-stream'
 import type { FileDigestCache } from '../../core/file-cache'
 import type { FileResponse } from './static-files'
