@@ -76,9 +76,8 @@ const checkHook: Check<DigestFieldsHook> = (value, name, fail) => {
   return value as DigestFieldsHook
 }
 
-// Every key of an options type and no other (compiled), and its check; checks run in table
+// Every plugin option and no other (compiled), its check and default; checks run in table
 // order, each with the values before it as context.
-type Checks<O> = { readonly [K in keyof O & keyof DigestParams]-?: Check<DigestParams[K], DigestParams> }
 type Defaults<O> = { readonly [K in keyof O & keyof DigestParams]-?: readonly [Check<DigestParams[K], DigestParams>, DigestParams[K]] }
 
 const pluginOptions: Defaults<FastifyDigestFieldsOptions> = {
@@ -101,24 +100,14 @@ const pluginOptions: Defaults<FastifyDigestFieldsOptions> = {
   onDigestFields: [checkHook, null]
 }
 
-const routeChecks: Checks<RouteDigestOptions> = {
-  contentDigest: checkUnsolicited,
-  reprDigest: checkUnsolicited,
-  unencodedDigest: checkUnsolicited,
-  verify: pluginOptions.verify[0],
-  maxBufferSize: pluginOptions.maxBufferSize[0],
-  conditional: checkBoolean,
-  trailers: checkBoolean,
-  legacyDigest: checkBoolean,
-  onDigestFields: checkHook,
-  live: checkBoolean,
-  integritySignature: checkIntegritySignature
-}
-
 const pluginKeys = Object.keys(pluginOptions)
-const routeKeys = Object.keys(routeChecks)
 const pluginChecks = Object.fromEntries(pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][0]]))
 const defaults = Object.fromEntries([['live', null], ...pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][1]])]) as DigestParams
+
+// The `digest` route option: plugin options checked as there, and `live`.
+const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
+  'maxBufferSize', 'conditional', 'trailers', 'legacyDigest', 'onDigestFields', 'live', 'integritySignature']
+const routeChecks = Object.fromEntries(routeKeys.map((key) => [key, key === 'live' ? checkBoolean : pluginChecks[key]]))
 
 // fastify passes its register options to every plugin (fastify docs/Reference/Plugins.md, "Plugin Options"): ignored.
 const registerKeys: ReadonlyArray<keyof RegisterOptions> = ['prefix', 'logLevel', 'logSerializers']
@@ -158,7 +147,7 @@ export function normalizeRouteOptions (global: DigestParams, value: unknown, met
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw fail('digest', `expected an object or false, got ${describe(value)}`)
   }
-  const unknown = Object.keys(value).find((key) => !routeKeys.includes(key))
+  const unknown = Object.keys(value).find((key) => !routeKeys.includes(key as never))
   if (unknown !== undefined) {
     throw fail(unknown, pluginKeys.includes(unknown)
       ? `not a route-level option (route options: ${routeKeys.join(', ')})`
