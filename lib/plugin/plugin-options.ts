@@ -4,7 +4,8 @@ import type { RegisterOptions } from 'fastify'
 import type { DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions, VerifyPolicy } from '../../types/index'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from '../core/errors'
 import { checkAlgorithms, checkBoolean, checkCount, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type DigestParams, type Fail } from '../core/option-checks'
-import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, validLabel, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
+import { SF_KEY } from '../core/fields'
+import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
 
 /** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
 export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',
@@ -61,7 +62,7 @@ const checkIntegritySignature: Check<IntegritySignature | null, DigestParams> = 
   const unknown = Object.keys(option).find((key) => key !== 'keyid' && key !== 'label')
   if (unknown !== undefined) throw fail(name, `unknown key ${describe(unknown)} (keys: keyid, label)`)
   const label = option.label ?? 'sig0'
-  if (!validLabel(label)) throw fail(name, `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
+  if (typeof label !== 'string' || !SF_KEY.test(label)) throw fail(name, `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
   const keyid: unknown = option.keyid ?? true
   if (keys.size === 0) throw fail(name, 'needs a key: set integrityKeys')
   const held = keyid === true ? keys.values().next().value : typeof keyid === 'string' ? findKey(keys, keyid) : undefined
