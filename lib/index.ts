@@ -2,11 +2,11 @@
 // onRoute hook placing the response and request hooks on the routes declared after it
 // (docs/design.md, "Registration order").
 import fp from 'fastify-plugin'
-import type { FastifyInstance, FastifyPluginCallback } from 'fastify'
+import type { FastifyPluginCallback } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../types/index'
 import type Public = require('../types/index')
-import { normalizeOptions, normalizeRouteOptions, type DigestParams } from './plugin/plugin-options'
-import { placeHooks, type RouteHookInstaller } from './plugin/route-hooks'
+import { normalizeOptions, normalizeRouteOptions } from './plugin/plugin-options'
+import { placeHooks } from './plugin/route-hooks'
 import { setReprDigest, setUnencodedDigest } from './plugin/response/declared'
 import { installResponseDigests } from './plugin/response/hooks'
 import { installRequestVerification } from './plugin/request/body-check'
@@ -21,30 +21,26 @@ import { staticHeaders } from './plugin/response/static-files'
 const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
   // avvio 9.3.1 lib/plugin.js:138 calls a callback plugin bare: a throw would be uncaught.
   try {
-    install(fastify, opts)
+    // Registered again in this scope or a child one, which inherits the decorators.
+    if (fastify.hasReplyDecorator(kDeclared)) throw new FST_DIGEST_ALREADY_REGISTERED()
+    const params = normalizeOptions(opts)
+    fastify.decorateReply(kDeclared, null)
+    fastify.decorateReply(kDeclaredUnencoded, null)
+    fastify.decorateReply('setReprDigest', setReprDigest)
+    fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
+    // In this order on each route: the response stages, then the request verifier's hooks.
+    const installers = [installResponseDigests(fastify, params), installRequestVerification(fastify)]
+    fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
+      const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
+      const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
+      if (routeParams === null) return
+      routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
+      placeHooks(routeOptions, installers.map((installer) => installer.onRoute(routeOptions, routeParams)))
+    })
   } catch (err) {
     return done(err as Error)
   }
   done()
-}
-
-function install (fastify: FastifyInstance, opts: FastifyDigestFieldsOptions): void {
-  // Registered again in this scope or a child one, which inherits the decorators.
-  if (fastify.hasReplyDecorator(kDeclared)) throw new FST_DIGEST_ALREADY_REGISTERED()
-  const params = normalizeOptions(opts)
-  fastify.decorateReply(kDeclared, null)
-  fastify.decorateReply(kDeclaredUnencoded, null)
-  fastify.decorateReply('setReprDigest', setReprDigest)
-  fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
-  // In this order on each route: the response stages, then the request verifier's hooks.
-  const installers: Array<RouteHookInstaller<DigestParams>> = [installResponseDigests(fastify, params), installRequestVerification(fastify)]
-  fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
-    const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
-    const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
-    if (routeParams === null) return
-    routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
-    placeHooks(routeOptions, installers.map((installer) => installer.onRoute(routeOptions, routeParams)))
-  })
 }
 
 // fastify 5.12.8 is the first to write a piped stream's trailers (lib/reply.js:860 and :897 end

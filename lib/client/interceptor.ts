@@ -4,7 +4,7 @@ import type { Dispatcher } from 'undici'
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
 import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
 import { digestFieldOf, parseDigestField, parseWantField, serializeWantField } from '../core/fields'
-import { checkAlgorithms, describe, nearestKey } from '../core/option-checks'
+import { checkAlgorithms, checkBoolean, checkCount, describe, oneOf, unknownKey } from '../core/option-checks'
 import { DigestHandler } from './handler'
 import { knownBytes, prepareBody, type PreparedBody } from './request-digest'
 import type { RequestFacts } from './response-check'
@@ -21,6 +21,9 @@ const keys = Object.keys(optionKeys)
 const WANT_KEYS = ['content', 'repr', 'unencoded']
 
 const fail = (name: string, reason: string): Error => new FST_DIGEST_INVALID_OPTION(name, reason)
+const checkVerify = oneOf<'if-present' | 'required'>('if-present', 'required')
+const checkReprDigest = oneOf<'either' | 'decoded' | 'coded'>('either', 'decoded', 'coded')
+const checkBytes = checkCount('bytes')
 
 /** An accepted algorithm or a list of 1 to 10 as a Want-* value: weights 10, 9, … (RFC 9530 §4). */
 function wantValue (value: unknown, name: string, enabled: readonly DigestAlgorithm[]): string | null {
@@ -52,25 +55,17 @@ function checkWant (value: unknown, enabled: readonly DigestAlgorithm[]): Array<
 export function normalizeClientOptions (opts: DigestInterceptorOptions = {}) {
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw fail('options', `expected an object, got ${describe(opts)}`)
   const unknown = Object.keys(opts).find((key) => !Object.hasOwn(optionKeys, key))
-  if (unknown !== undefined) {
-    const nearest = nearestKey(unknown, keys)
-    throw fail(unknown, nearest === undefined ? `unknown option (options: ${keys.join(', ')})` : `unknown option; did you mean ${JSON.stringify(nearest)}?`)
-  }
+  if (unknown !== undefined) throw fail(unknown, unknownKey(unknown, keys))
   const algorithms = checkAlgorithms(opts.algorithms, fail)
   const { verify = 'if-present', strict = false, maxDecodedSize = defaultMaxDecodedSize } = opts
-  if (verify !== 'if-present' && verify !== 'required') throw fail('verify', `expected 'if-present' or 'required', got ${describe(verify)}`)
-  if (typeof strict !== 'boolean') throw fail('strict', `expected a boolean, got ${describe(strict)}`)
-  const reprDigest = opts.reprDigest ?? (strict ? 'coded' : 'either')
-  if (!['either', 'decoded', 'coded'].includes(reprDigest)) {
-    throw fail('reprDigest', `expected 'either', 'decoded' or 'coded', got ${describe(reprDigest)}`)
-  }
+  checkVerify(verify, 'verify', fail, null)
+  checkBoolean(strict, 'strict', fail, null)
+  const reprDigest = checkReprDigest(opts.reprDigest ?? (strict ? 'coded' : 'either'), 'reprDigest', fail, null)
   // Strict mode is RFC 9530 §3 to the letter: the content coding is part of the representation.
   if (strict && reprDigest !== 'coded') {
     throw fail('reprDigest', `strict: true reads a coded Repr-Digest over the coded bytes only, got ${describe(reprDigest)}`)
   }
-  if (!Number.isSafeInteger(maxDecodedSize) || maxDecodedSize < 0) {
-    throw fail('maxDecodedSize', `expected a non-negative integer number of bytes, got ${describe(maxDecodedSize)}`)
-  }
+  checkBytes(maxDecodedSize, 'maxDecodedSize', fail, null)
   const [wantContent, wantRepr, wantUnencoded] = checkWant(opts.want, algorithms) as [string | null, string | null, string | null]
   return Object.freeze({ algorithms, verify, strict, reprDigest, wantContent, wantRepr, wantUnencoded, maxDecodedSize })
 }

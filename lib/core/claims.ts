@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap } from '../../types/index'
 import { parseDigestField, parseLegacyDigest } from './fields'
 import { usableAlgorithms } from './compare'
-import type { DigestParams } from './digest-params'
+import type { DigestParams } from './option-checks'
 
 type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
 

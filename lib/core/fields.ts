@@ -1,7 +1,6 @@
-// Parsing and serialization of Content-Digest, Repr-Digest and Want-* (RFC 9530
-// §2-§4), Unencoded-Digest and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest,
-// the same forms), and the legacy RFC 3230 `Digest`. The decisions (field lines,
-// base64, Decimals, what throws) are in docs/design.md, "Parsing fields".
+// Parsing and serialization of Content-Digest, Repr-Digest and Want-* (RFC 9530 §2-§4), Unencoded-Digest
+// and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest, the same forms), and the legacy RFC 3230
+// `Digest`. The decisions (field lines, base64, Decimals, what throws) are in docs/design.md, "Parsing fields".
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
@@ -9,6 +8,9 @@ import { FST_DIGEST_INVALID_FIELD } from './errors'
 
 // unixsum and unixcksum may be Integers: their width in octets, big-endian (RFC 9530 §5, Appendix D).
 const INTEGER_WIDTH: ReadonlyMap<string, number> = new Map([['unixsum', 2], ['unixcksum', 4]])
+
+/** An RFC 8941 Dictionary key (§3.2). */
+export const SF_KEY = /^[a-z*][a-z0-9_\-.*]*$/
 
 // Strips SP / HTAB without a regular expression: linear time on long runs.
 function trimOWS (text: string): string {
@@ -122,8 +124,7 @@ export function serializeSelected (digests: ReadonlyMap<DigestAlgorithm, Buffer>
   return out
 }
 
-/** The field value of the digests of some data, hashed and serialized in one step. */
-export type FieldWriter = (data: Buffer | Uint8Array | string) => string
+type FieldWriter = (data: Buffer | Uint8Array | string) => string
 
 /** The writer of serializeSelected(digestAll(algorithms, data), algorithms), algorithms looked up once; null for none. */
 export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boolean): FieldWriter | null {
@@ -165,17 +166,16 @@ export function parseWantField (value: string | readonly string[] | null | undef
 export function serializeWantField (preferences: Iterable<readonly [string, number]>): string {
   let out = ''
   for (const [key, weight] of preferences) {
-    if (!/^[a-z*][a-z0-9_\-.*]*$/.test(key)) throw new TypeError(`Invalid Want-Digest key: ${JSON.stringify(key)}`)
+    if (!SF_KEY.test(key)) throw new TypeError(`Invalid Want-Digest key: ${JSON.stringify(key)}`)
     if (!Number.isInteger(weight) || weight < 0 || weight > 10) throw new TypeError(`Invalid Want-Digest weight for ${key}: ${weight}`)
     out += `${out === '' ? '' : ', '}${key}=${weight}`
   }
   return out
 }
 
-// RFC 3230 `Digest` (obsoleted by RFC 9530 §1.3): a comma-separated list of
-// `algorithm=encoded-output`, names case-insensitive (§4.3.2); no Structured Field.
-// Base64 with optional padding, but never a length of 4n + 1 or a padded
-// length that is not 4n; unixsum/unixcksum in decimal digits (`63350.0` is ignored).
+// RFC 3230 `Digest` (obsoleted by RFC 9530 §1.3): a comma-separated list of `algorithm=encoded-output`,
+// names case-insensitive (§4.3.2); no Structured Field. Base64 with optional padding, but never a length
+// of 4n + 1 or a padded length that is not 4n; unixsum/unixcksum in decimal digits (`63350.0` is ignored).
 const BASE64 = /^(?=.)(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/
 const base64 = (encoded: string): Buffer | null => BASE64.test(encoded) ? Buffer.from(encoded, 'base64') : null
 const decimal = (width: number) => (encoded: string): Buffer | null => /^[0-9]{1,15}$/.test(encoded) ? integerOctets(Number(encoded), width) : null

@@ -5,12 +5,10 @@ import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults } from './digest-stream'
 
-/** The stat fields that identify a version of a file. */
-export type FileStat = Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs'>
-
 export interface StaticFile {
   readonly path: string
-  readonly stat: FileStat
+  /** The stat fields that identify a version of a file. */
+  readonly stat: Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs'>
 }
 
 /** Inclusive byte offsets, as in Content-Range. */
@@ -22,7 +20,7 @@ export interface ByteRange {
 const READ_SIZE = 256 * 1024
 const BACKGROUND_PASSES = 2
 
-export function sameFile (a: FileStat, b: FileStat): boolean {
+export function sameFile (a: StaticFile['stat'], b: StaticFile['stat']): boolean {
   return a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.dev === b.dev
 }
 
@@ -94,10 +92,6 @@ function touch<V> (map: Map<string, V>, key: string, value: V, max: number): voi
 }
 
 type Pass = Promise<DigestResults | null>
-
-function missingOf (algorithms: readonly DigestAlgorithm[], found: ReadonlyArray<Buffer | Pass | undefined>): DigestAlgorithm[] {
-  return algorithms.filter((_, i) => found[i] === undefined)
-}
 
 /** `background`: `fileHashing: 'background'`, answering without what is not known yet. */
 interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
@@ -182,13 +176,14 @@ export class FileDigestCache {
     const key = `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
     let found = this.#lookup(file, key, algorithms)
     if (found.includes(undefined)) {
-      let missing = missingOf(algorithms, found)
+      let missing = algorithms.filter((_, i) => found[i] === undefined)
       if (this.options.sidecars === true && !this.#wrong.has(key)) {
         const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
         // Only when all are still missing (concurrent requests read the same sidecars).
         const still = this.#lookup(file, key, missing).every((v) => v === undefined)
         if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
-        missing = missingOf(algorithms, this.#lookup(file, key, algorithms))
+        found = this.#lookup(file, key, algorithms)
+        missing = algorithms.filter((_, i) => found[i] === undefined)
       }
       if (missing.length > 0) this.#pass(file, key, missing, this.options.background === true, null)
       found = this.#lookup(file, key, algorithms)

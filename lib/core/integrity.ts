@@ -24,13 +24,6 @@ export interface IntegritySignature extends HeldKey {
 
 export const NO_SIGNATURES: readonly IntegritySignature[] = Object.freeze([])
 
-const SF_KEY = /^[a-z*][a-z0-9_\-.*]*$/
-
-/** Whether `label` can name a member of Signature-Input (an RFC 8941 Dictionary key). */
-export function validLabel (label: unknown): label is string {
-  return typeof label === 'string' && SF_KEY.test(label)
-}
-
 /** Where a keyid is held in IntegrityKeys: without its base64 padding. */
 export function unpadded (keyid: string): string {
   let end = keyid.length

@@ -1,27 +1,23 @@
 // Choosing the algorithms of one response field from its Want-* preferences and the server's
 // policy (RFC 9530 §4; docs/design.md, "Negotiation", whose steps selectAlgorithms follows). Pure.
-import type { DigestAlgorithm, SelectionInput, WantMap } from '../../types/index'
+import type { DigestAlgorithm, SelectionInput } from '../../types/index'
 import { serializeWantField } from './fields'
-
-// The candidate with the highest positive weight; ties go to the earlier one (server order).
-function preferred (candidates: readonly DigestAlgorithm[], want: WantMap | null | undefined): DigestAlgorithm | undefined {
-  if (want == null) return undefined
-  let best: DigestAlgorithm | undefined
-  let bestWeight = 0
-  for (const algorithm of candidates) {
-    const weight = want.get(algorithm)
-    if (weight !== undefined && weight > bestWeight) {
-      best = algorithm
-      bestWeight = weight
-    }
-  }
-  return best
-}
 
 /** The algorithms to send in one field, in server order (empty: omit it), by design.md's steps. */
 export function selectAlgorithms ({ algorithms, want, unsolicited }: SelectionInput): DigestAlgorithm[] {
   const candidates = want == null ? algorithms : algorithms.filter((algorithm) => want.get(algorithm) !== 0)
-  const wanted = preferred(candidates, want)
+  // The candidate with the highest positive weight; ties go to the earlier one (server order).
+  let wanted: DigestAlgorithm | undefined
+  let wantedWeight = 0
+  if (want != null) {
+    for (const algorithm of candidates) {
+      const weight = want.get(algorithm) ?? 0
+      if (weight > wantedWeight) {
+        wanted = algorithm
+        wantedWeight = weight
+      }
+    }
+  }
   if (wanted !== undefined) return [wanted]
   if (unsolicited === undefined || unsolicited.length === 0) return []
   const kept = candidates.filter((algorithm) => unsolicited.includes(algorithm))

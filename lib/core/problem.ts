@@ -6,7 +6,7 @@ import type { DigestAlgorithm, DigestMap, DigestVerification, FieldVerification 
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'
 import { verifyDigests } from './compare'
-import type { DigestParams } from './digest-params'
+import type { DigestParams } from './option-checks'
 import type { DigestResults } from './digest-stream'
 import { FST_DIGEST_INVALID_VALUE, FST_DIGEST_MISMATCH, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ALGORITHM } from './errors'
 import { wantAdvertisement } from './negotiation'

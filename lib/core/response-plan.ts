@@ -1,7 +1,7 @@
 // What a response carries, and in which mode (docs/design.md, "Two digests per
 // response" to "Live streams"), and the 406 rule. Pure: the request's facts (planFields), then the payload's (planDelivery).
 import type { DigestAlgorithm, DigestOmission } from '../../types/index'
-import type { DigestParams } from './digest-params'
+import type { DigestParams } from './option-checks'
 import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
 import { parseDigestField, parseWantField, writtenAlike } from './fields'
 import { blankProblem } from './problem'

@@ -3,11 +3,9 @@
 import type { RegisterOptions } from 'fastify'
 import type { DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions, VerifyPolicy } from '../../types/index'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from '../core/errors'
-import { checkAlgorithms, checkBoolean, checkCount, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type Fail } from '../core/option-checks'
-import type { DigestParams } from '../core/digest-params'
-import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, validLabel, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
-
-export type { DigestParams } from '../core/digest-params'
+import { checkAlgorithms, checkBoolean, checkCount, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type DigestParams, type Fail } from '../core/option-checks'
+import { SF_KEY } from '../core/fields'
+import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
 
 /** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
 export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',
@@ -64,7 +62,7 @@ const checkIntegritySignature: Check<IntegritySignature | null, DigestParams> = 
   const unknown = Object.keys(option).find((key) => key !== 'keyid' && key !== 'label')
   if (unknown !== undefined) throw fail(name, `unknown key ${describe(unknown)} (keys: keyid, label)`)
   const label = option.label ?? 'sig0'
-  if (!validLabel(label)) throw fail(name, `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
+  if (typeof label !== 'string' || !SF_KEY.test(label)) throw fail(name, `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
   const keyid: unknown = option.keyid ?? true
   if (keys.size === 0) throw fail(name, 'needs a key: set integrityKeys')
   const held = keyid === true ? keys.values().next().value : typeof keyid === 'string' ? findKey(keys, keyid) : undefined
@@ -79,9 +77,8 @@ const checkHook: Check<DigestFieldsHook> = (value, name, fail) => {
   return value as DigestFieldsHook
 }
 
-// Every key of an options type and no other (compiled), and its check; checks run in table
+// Every plugin option and no other (compiled), its check and default; checks run in table
 // order, each with the values before it as context.
-type Checks<O> = { readonly [K in keyof O & keyof DigestParams]-?: Check<DigestParams[K], DigestParams> }
 type Defaults<O> = { readonly [K in keyof O & keyof DigestParams]-?: readonly [Check<DigestParams[K], DigestParams>, DigestParams[K]] }
 
 const pluginOptions: Defaults<FastifyDigestFieldsOptions> = {
@@ -104,24 +101,14 @@ const pluginOptions: Defaults<FastifyDigestFieldsOptions> = {
   onDigestFields: [checkHook, null]
 }
 
-const routeChecks: Checks<RouteDigestOptions> = {
-  contentDigest: checkUnsolicited,
-  reprDigest: checkUnsolicited,
-  unencodedDigest: checkUnsolicited,
-  verify: pluginOptions.verify[0],
-  maxBufferSize: pluginOptions.maxBufferSize[0],
-  conditional: checkBoolean,
-  trailers: checkBoolean,
-  legacyDigest: checkBoolean,
-  onDigestFields: checkHook,
-  live: checkBoolean,
-  integritySignature: checkIntegritySignature
-}
-
 const pluginKeys = Object.keys(pluginOptions)
-const routeKeys = Object.keys(routeChecks)
 const pluginChecks = Object.fromEntries(pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][0]]))
 const defaults = Object.fromEntries([['live', null], ...pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][1]])]) as DigestParams
+
+// The `digest` route option: plugin options checked as there, and `live`.
+const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
+  'maxBufferSize', 'conditional', 'trailers', 'legacyDigest', 'onDigestFields', 'live', 'integritySignature']
+const routeChecks = Object.fromEntries(routeKeys.map((key) => [key, key === 'live' ? checkBoolean : pluginChecks[key]]))
 
 // fastify passes its register options to every plugin (fastify docs/Reference/Plugins.md, "Plugin Options"): ignored.
 const registerKeys: ReadonlyArray<keyof RegisterOptions> = ['prefix', 'logLevel', 'logSerializers']
@@ -161,7 +148,7 @@ export function normalizeRouteOptions (global: DigestParams, value: unknown, met
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw fail('digest', `expected an object or false, got ${describe(value)}`)
   }
-  const unknown = Object.keys(value).find((key) => !routeKeys.includes(key))
+  const unknown = Object.keys(value).find((key) => !routeKeys.includes(key as never))
   if (unknown !== undefined) {
     throw fail(unknown, pluginKeys.includes(unknown)
       ? `not a route-level option (route options: ${routeKeys.join(', ')})`

@@ -12,7 +12,7 @@ import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim
 import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
 import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
-import type { DigestParams } from '../plugin-options'
+import type { DigestParams } from '../../core/option-checks'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { BodyStream } from './body-stream'

@@ -54,8 +54,7 @@ function run (
     const result = hook(request, reply, Object.freeze(fields) as DigestFieldValues)
     added = typeof (result as PromiseLike<unknown> | null)?.then === 'function' ? Promise.resolve(result).then(addedFields) : addedFields(result as AddedFields)
   } catch (err) {
-    failed(err)
-    return
+    return failed(err)
   }
   if (Array.isArray(added)) then(added)
   else added.then(then, failed)

@@ -3,7 +3,7 @@
 // onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
-import type { DigestParams } from '../../core/digest-params'
+import type { DigestParams } from '../../core/option-checks'
 import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
 import { getDeclared } from './declared'
