@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
-import { digestAll, type DigestResults, type MultiDigester } from '../../core/digest-stream'
+import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
@@ -20,7 +20,6 @@ import { BodyStream } from './body-stream'
 type HookDone = (err?: Error) => void
 type SendDone = (err: Error | null, payload?: unknown) => void
 type ParsingDone = (err: Error | null, stream?: Readable) => void
-type Release = (err?: Error | null) => void
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -80,25 +79,23 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDo
   } catch (err) {
     return sendProblem(reply, blankFailure(params, err as DigestError))
   }
-  // Values no algorithm can produce are refused before reading anything.
-  const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
-  const invalid = judge(unread, params, false)
-  if (invalid !== null) return sendProblem(reply, invalid)
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
   const decodedFields = collectAlgorithms(received, decoded, claims, headers.trailer, params, coding)
   const required = params.verify === 'required'
   // Nothing to hash: settled now, but a 'required' body of unknown length (HTTP/2, chunked) is counted.
-  if (received.size === 0 && decoded.size === 0 && (!required || headers['content-length'] !== undefined)) {
-    const failure = judge(unread, params, required && headers['content-length'] !== '0')
-    if (failure !== null) return sendProblem(reply, failure)
-    request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread.map((c) => c.verification) }
+  const settled = received.size === 0 && decoded.size === 0 && (!required || headers['content-length'] !== undefined)
+  // Values no algorithm can produce are refused before reading anything.
+  const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
+  const failure = judge(claims, unread, params, settled && required && headers['content-length'] !== '0')
+  if (failure !== null) return sendProblem(reply, failure)
+  if (settled) {
+    request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread }
     return done()
   }
   request[kVerification] = { verified: false, reason: 'unread', fields: [] }
   // Read by an earlier hook of the application's: never verified.
-  if (request.raw.readableDidRead && required) return sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING()))
-  if (request.raw.readableDidRead) return done()
+  if (request.raw.readableDidRead) return required ? sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING())) : done()
   const limit = request.routeOptions.bodyLimit as number
   const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
   const side = decoders === null ? null : new DecodingTap(decoders, decoded, limit)
@@ -198,10 +195,9 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
     // Digests in the trailer section count too (RFC 9110 §6.5).
     const trailers = request.raw.trailers as Record<string, string> | undefined
     const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
-    const checked = check(claims, params, received, decoded)
-    fields = checked.map((c) => c.verification)
+    fields = check(claims, params, received, decoded)
     // Under 'required' an empty body needs no digest.
-    failure = judge(checked, params, params.verify === 'required' && bytes > 0)
+    failure = judge(claims, fields, params, params.verify === 'required' && bytes > 0)
   } catch (err) {
     failure = blankFailure(params, err as DigestError)
   }
@@ -210,13 +206,11 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
 }
 
 /** Records the verdict; `release` ends the stream, or fails it after preValidation; then a waiting reply goes on. */
-function conclude (state: BodyCheck, failure: Failure | null, release?: Release): void {
+function conclude (state: BodyCheck, failure: Failure | null, release?: Parameters<EndCheck>[0]): void {
   state.checked = true
   state.failure = failure
-  const waiting = state.waitingReply
-  state.waitingReply = null
   release?.(failure !== null && state.validated ? failure.error : null)
-  waiting?.()
+  state.waitingReply?.()
 }
 
 /** Nothing verified, unless a verdict came first; `failure` (null: none) answers a waiting reply. */
@@ -226,20 +220,18 @@ function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Fai
   conclude(state, failure)
 }
 
-function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release): void {
-  if (state.checked) return release()
-  conclude(state, judgeBody(request, state), release)
-}
-
-function checkAtEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
-  return (release) => finalCheck(request, state, release)
+function checkAtEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
+  return (release) => {
+    if (state.checked) return release()
+    conclude(state, judgeBody(request, state), release)
+  }
 }
 
 /** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
-function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Release) => void {
+function onHeadEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
   return (callback) => {
     if (bytesOf(state) > 0) return callback()
-    finalCheck(request, state, (err) => {
+    checkAtEnd(request, state)((err) => {
       callback()
       if (err != null) (state.stream as BodyStream).destroy(err)
     })
@@ -248,10 +240,9 @@ function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Relea
 
 /** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
 function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
-  return () => {
-    if (state.waitingReply === null) concludeFailed(request, state, null)
-    else concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
-  }
+  return () => concludeFailed(request, state, state.waitingReply === null
+    ? null
+    : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
 }
 
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
@@ -292,10 +283,6 @@ function isStream (payload: unknown): payload is Readable {
   return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
 }
 
-function sendWhenChecked (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): () => void {
-  return () => onSend(request, reply, payload, done)
-}
-
 /**
  * The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
  * a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
@@ -310,17 +297,20 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
     problemReply(reply, failure).removeHeader('content-length')
     return done(null, JSON.stringify(failure.problem))
   }
-  if (reply.statusCode >= 400 || isStream(payload)) {
-    if (reply.statusCode >= 400) state.tap?.stop()
-    return done(null, payload)
-  }
+  if (reply.statusCode >= 400) state.tap?.stop()
+  if (reply.statusCode >= 400 || isStream(payload)) return done(null, payload)
   if (state.head === null && state.decoded.length > 0 && state.side === null) {
     // Answered before preParsing, which never runs now: nothing decodes these codings.
     concludeFailed(request, state, undecodable(state))
     return onSend(request, reply, payload, done)
   }
+  awaitCheck(request, reply, payload, done, state)
+}
+
+/** A success waits while the rest is read and checked. */
+function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone, state: BodyCheck): void {
   state.validated = true
-  state.waitingReply = sendWhenChecked(request, reply, payload, done)
+  state.waitingReply = () => onSend(request, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
   const cutOff = (): void => concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
   if (state.tap === null && !unreadRaw(request, state)) {
