@@ -2,7 +2,7 @@
 // problem details, the Want-* fields (RFC 9530 §4). The types of
 // draft-ietf-httpapi-digest-fields-problem-types-06 name the `header` and never echo the server's
 // digest (§3.3); others are about:blank, titled by the status phrase (RFC 9457 §4.2.1). Pure.
-import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../types/index'
+import type { DigestAlgorithm, FieldVerification } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'
 import { verifyDigests } from './compare'
@@ -121,10 +121,4 @@ export function judge (claims: readonly Claim[], fields: readonly FieldVerificat
       ? null
       : typedFailure(policy, claims, fields, 'unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', unsupportedMember) ??
         blankFailure(policy, new FST_DIGEST_MISSING()))
-}
-
-/** request.digestVerification of checked fields that did not fail. */
-export function summarize (fields: FieldVerification[], emptyReason: 'no-digest' | 'no-body'): DigestVerification {
-  const verified = fields.some((f) => f.ok)
-  return verified ? { verified, fields } : { verified, reason: emptyReason, fields }
 }

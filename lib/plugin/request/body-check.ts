@@ -1,6 +1,6 @@
 // Request verification: request.digestVerification and the route's hooks (docs/architecture.md,
 // "The Fastify lifecycle, mapped to files"; docs/design.md, "Request verification").
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
 import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
@@ -10,15 +10,13 @@ import {
 } from '../../core/errors'
 import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
 import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
-import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
+import { blankFailure, check, fieldList, judge, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
 import type { DigestParams } from '../plugin-options'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { BodyStream } from './body-stream'
 
-type HookDone = (err?: Error) => void
-type SendDone = (err: Error | null, payload?: unknown) => void
 type ParsingDone = (err: Error | null, stream?: Readable) => void
 
 declare module 'fastify' {
@@ -29,7 +27,6 @@ declare module 'fastify' {
   }
 }
 
-const failed = (): DigestVerification => ({ verified: false, reason: 'failed', fields: [] })
 const CLOSE = Object.freeze({ connection: 'close' })
 
 /** A request's verification: what it claims, where it is hashed, and the verdict. */
@@ -69,7 +66,7 @@ function sendProblem (reply: FastifyReply, failure: Failure): void {
   problemReply(reply, failure).send(Buffer.from(JSON.stringify(failure.problem)))
 }
 
-function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
+function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams): void {
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
   const coding = contentCoding(headers['content-encoding'])
@@ -168,14 +165,14 @@ function bytesOf (state: BodyCheck): number {
   return (state.tap?.hasher ?? state.head?.hasher as MultiDigester).bytes
 }
 
-/** The digests of the decoded content, or why there are none. */
-function decodedDigests (state: BodyCheck): DigestResults | Failure {
+/** The digests of the decoded content. Throws why there are none. */
+function decodedDigests (state: BodyCheck): DigestResults {
   if (state.decoded.length === 0) return NO_DIGESTS
   if (bytesOf(state) === 0) return digestAll(state.decoded, Buffer.alloc(0))
   const { side, stream } = state
   const failure = side !== null ? side.failure : (stream as BodyStream).overLimit ? 'too-large' : null
-  if (failure === 'too-large') return blankFailure(state.params, new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit)))
-  if (failure === 'invalid') return blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))
+  if (failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit))
+  if (failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)
   return side !== null ? side.digests as DigestResults : ((stream as BodyStream).hasher as MultiDigester).digest()
 }
 
@@ -184,14 +181,10 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const { params } = state
   const bytes = bytesOf(state)
   const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
-  const decoded = decodedDigests(state)
-  if (!(decoded instanceof Map)) {
-    request[kVerification] = failed()
-    return decoded
-  }
   let fields: FieldVerification[] = []
   let failure: Failure | null
   try {
+    const decoded = decodedDigests(state)
     // Digests in the trailer section count too (RFC 9110 §6.5).
     const trailers = request.raw.trailers as Record<string, string> | undefined
     const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
@@ -201,7 +194,9 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   } catch (err) {
     failure = blankFailure(params, err as DigestError)
   }
-  request[kVerification] = failure === null ? summarize(fields, bytes === 0 ? 'no-body' : 'no-digest') : { verified: false, reason: 'failed', fields }
+  if (failure !== null) request[kVerification] = { verified: false, reason: 'failed', fields }
+  else if (fields.some((f) => f.ok)) request[kVerification] = { verified: true, fields }
+  else request[kVerification] = { verified: false, reason: bytes === 0 ? 'no-body' : 'no-digest', fields }
   return failure
 }
 
@@ -216,7 +211,7 @@ function conclude (state: BodyCheck, failure: Failure | null, release?: Paramete
 /** Nothing verified, unless a verdict came first; `failure` (null: none) answers a waiting reply. */
 function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Failure | null): void {
   if (state.checked) return
-  request[kVerification] = failed()
+  request[kVerification] = { verified: false, reason: 'failed', fields: [] }
   conclude(state, failure)
 }
 
@@ -245,7 +240,7 @@ function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
     : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
 }
 
-function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const state = request[kRequestState]
   if (state === null) return done()
   if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
@@ -263,7 +258,7 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
   }
 }
 
-function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookDone): void {
+function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookHandlerDoneFunction): void {
   if (state.failure === null) return done()
   sendProblem(reply, state.failure)
 }
@@ -287,15 +282,14 @@ function isStream (payload: unknown): payload is Readable {
  * The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
  * a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
  */
-function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
+function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
-  const failure = state.failure
   if (state.checked) {
-    if (failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
+    if (state.failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
     if (isStream(payload)) payload.destroy()
-    problemReply(reply, failure).removeHeader('content-length')
-    return done(null, JSON.stringify(failure.problem))
+    problemReply(reply, state.failure).removeHeader('content-length')
+    return done(null, JSON.stringify(state.failure.problem))
   }
   if (reply.statusCode >= 400) state.tap?.stop()
   if (reply.statusCode >= 400 || isStream(payload)) return done(null, payload)
@@ -308,7 +302,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
 }
 
 /** A success waits while the rest is read and checked. */
-function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone, state: BodyCheck): void {
+function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes, state: BodyCheck): void {
   state.validated = true
   state.waitingReply = () => onSend(request, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
@@ -371,7 +365,7 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
     onRoute (routeOptions, params) {
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (params.verify === false || methods.every((m) => BODYLESS_METHODS.has(m.toUpperCase()))) return null
-      function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+      function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
         readRequest(request, reply, done, params)
       }
       return {
