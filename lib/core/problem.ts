@@ -39,8 +39,8 @@ type JudgePolicy = Pick<DigestParams, 'algorithms'>
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
 export type DigestError = Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }
 
-/** A refusal: the error, its problem body, its headers. */
-export interface Failure { error: DigestError, problem: ProblemDetails, headers: Record<string, string> }
+/** A refusal: the error with its problem body and headers (a custom error handler can send them itself). */
+export type Failure = DigestError & { problem: ProblemDetails, headers: Record<string, string> }
 
 /** No digests computed (nothing hashed yet, or nothing to hash). */
 export const NO_DIGESTS: DigestResults = new Map()
@@ -54,11 +54,7 @@ function makeFailure (policy: JudgePolicy, error: DigestError, problem: ProblemD
     want = { 'want-content-digest': value, 'want-repr-digest': value, 'want-unencoded-digest': value }
     wantCache.set(policy, want)
   }
-  const headers = { ...want, ...extraHeaders }
-  // A custom error handler can send these itself.
-  error.headers = headers
-  error.problem = problem
-  return { error, problem, headers }
+  return Object.assign(error, { headers: { ...want, ...extraHeaders }, problem })
 }
 
 export function blankProblem (status: number, code: string, detail: string): ProblemDetails {

@@ -58,7 +58,7 @@ class BodyCheck {
 }
 
 function problemReply (reply: FastifyReply, failure: Failure): FastifyReply {
-  return reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+  return reply.code(failure.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
 }
 
 function sendProblem (reply: FastifyReply, failure: Failure): void {
@@ -204,7 +204,7 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
 function conclude (state: BodyCheck, failure: Failure | null, release?: Parameters<EndCheck>[0]): void {
   state.checked = true
   state.failure = failure
-  release?.(failure !== null && state.validated ? failure.error : null)
+  release?.(failure !== null && state.validated ? failure : null)
   state.waitingReply?.()
 }
 
@@ -333,7 +333,7 @@ const isErrorStatus = (status: unknown): boolean => typeof status === 'number' &
 function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
   const state = request[kRequestState]
   if (state !== null && !isErrorStatus(error.statusCode) && !isErrorStatus(error.status)) {
-    if (state.failure !== null) reply.code(state.failure.error.statusCode)
+    if (state.failure !== null) reply.code(state.failure.statusCode)
     else if (request.raw.readableAborted) reply.code(400)
   }
   done()
