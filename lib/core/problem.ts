@@ -84,11 +84,11 @@ function typedFailure (
   Refusal: new (fields: string) => DigestError, type: { type: string, title: string }, member: string, entry: Member
 ): Failure | null {
   const entries: Array<{ header: string }> = []
-  claims.forEach((claim, i) => {
+  for (let i = 0; i < fields.length; i++) {
     for (const result of (fields[i] as FieldVerification).results) {
-      if (result.outcome === outcome) entries.push(entry(result.algorithm, claim))
+      if (result.outcome === outcome) entries.push(entry(result.algorithm, claims[i] as Claim))
     }
-  })
+  }
   if (entries.length === 0) return null
   const error = new Refusal(fieldList(entries.map((e) => e.header)))
   return makeFailure(policy, error, { ...type, status: error.statusCode, detail: error.message, code: error.code, [member]: entries })

@@ -278,10 +278,8 @@ function isStream (payload: unknown): payload is Readable {
   return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
 }
 
-/**
- * The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
- * a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
- */
+// The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
+// a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
@@ -325,11 +323,9 @@ function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unkn
 
 const isErrorStatus = (status: unknown): boolean => typeof status === 'number' && status >= 400 && status <= 599
 
-/**
- * The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status
- * thrown for a failed or cut body (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the
- * failure's 4xx, or 400 for a cut upload, which the error handler keeps (lib/error-status.js).
- */
+// The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status
+// thrown for a failed or cut body (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the
+// failure's 4xx, or 400 for a cut upload, which the error handler keeps (lib/error-status.js).
 function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
   const state = request[kRequestState]
   if (state !== null && !isErrorStatus(error.statusCode) && !isErrorStatus(error.status)) {
