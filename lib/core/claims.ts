@@ -19,10 +19,8 @@ const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
   ['digest', 'Digest']
 ]
 
-/**
- * Whether `field` of a coded request is checked over the decoded content: Unencoded-Digest
- * (draft-ietf-httpbis-unencoded-digest §5), and Repr-Digest unless strict (RFC 9530 §3).
- */
+// Checked over the decoded content of a coded request: Unencoded-Digest
+// (draft-ietf-httpbis-unencoded-digest §5), and Repr-Digest unless strict (RFC 9530 §3).
 function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
   return coding !== null && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && !policy.strict))
 }

@@ -2,7 +2,7 @@
 // problem details, the Want-* fields (RFC 9530 §4). The types of
 // draft-ietf-httpapi-digest-fields-problem-types-06 name the `header` and never echo the server's
 // digest (§3.3); others are about:blank, titled by the status phrase (RFC 9457 §4.2.1). Pure.
-import type { DigestAlgorithm, DigestMap, DigestVerification, FieldVerification } from '../../types/index'
+import type { DigestAlgorithm, FieldVerification } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'
 import { verifyDigests } from './compare'
@@ -39,11 +39,8 @@ type JudgePolicy = Pick<DigestParams, 'algorithms'>
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
 export type DigestError = Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }
 
-/** A refusal: the error, its problem body, its headers. */
-export interface Failure { error: DigestError, problem: ProblemDetails, headers: Record<string, string> }
-
-/** One checked field: what the client sent and how it compared. */
-export interface CheckedField { received: DigestMap, verification: FieldVerification }
+/** A refusal: the error with its problem body and headers (a custom error handler can send them itself). */
+export type Failure = DigestError & { problem: ProblemDetails, headers: Record<string, string> }
 
 /** No digests computed (nothing hashed yet, or nothing to hash). */
 export const NO_DIGESTS: DigestResults = new Map()
@@ -57,11 +54,7 @@ function makeFailure (policy: JudgePolicy, error: DigestError, problem: ProblemD
     want = { 'want-content-digest': value, 'want-repr-digest': value, 'want-unencoded-digest': value }
     wantCache.set(policy, want)
   }
-  const headers = { ...want, ...extraHeaders }
-  // A custom error handler can send these itself.
-  error.headers = headers
-  error.problem = problem
-  return { error, problem, headers }
+  return Object.assign(error, { headers: { ...want, ...extraHeaders }, problem })
 }
 
 export function blankProblem (status: number, code: string, detail: string): ProblemDetails {
@@ -79,24 +72,21 @@ export function fieldList (names: Iterable<string>): string {
 }
 
 /** Each claim compared with the digests of the bytes as received, or of the decoded content. */
-export function check (claims: readonly Claim[], policy: JudgePolicy, received: DigestResults, decoded: DigestResults): CheckedField[] {
-  return claims.map((claim) => ({
-    received: claim.received,
-    verification: verifyDigests(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms)
-  }))
+export function check (claims: readonly Claim[], policy: JudgePolicy, received: DigestResults, decoded: DigestResults): FieldVerification[] {
+  return claims.map((claim) => verifyDigests(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms))
 }
 
-type Member = (algorithm: string, header: string, received: DigestMap) => { header: string }
+type Member = (algorithm: string, claim: Claim) => { header: string }
 
 /** The draft's problem listing every member with `outcome`, or null when none has it. */
 function typedFailure (
-  policy: JudgePolicy, checked: readonly CheckedField[], outcome: string,
+  policy: JudgePolicy, claims: readonly Claim[], fields: readonly FieldVerification[], outcome: string,
   Refusal: new (fields: string) => DigestError, type: { type: string, title: string }, member: string, entry: Member
 ): Failure | null {
   const entries: Array<{ header: string }> = []
-  for (const { received, verification } of checked) {
-    for (const result of verification.results) {
-      if (result.outcome === outcome) entries.push(entry(result.algorithm, verification.field, received))
+  for (let i = 0; i < fields.length; i++) {
+    for (const result of (fields[i] as FieldVerification).results) {
+      if (result.outcome === outcome) entries.push(entry(result.algorithm, claims[i] as Claim))
     }
   }
   if (entries.length === 0) return null
@@ -110,27 +100,21 @@ export function invalidReason (algorithm: string): string {
   return length === undefined ? 'digest value cannot be produced by the algorithm' : `digest value is not ${length} bytes long`
 }
 
-const invalidMember: Member = (algorithm, header) => ({ algorithm, header, reason: invalidReason(algorithm) })
+const invalidMember: Member = (algorithm, { field }) => ({ algorithm, header: field, reason: invalidReason(algorithm) })
 // The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
-const mismatchedMember: Member = (algorithm, header, received) =>
-  ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header })
-const unsupportedMember: Member = (algorithm, header) => ({ algorithm, header })
+const mismatchedMember: Member = (algorithm, { field, received }) =>
+  ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header: field })
+const unsupportedMember: Member = (algorithm, { field }) => ({ algorithm, header: field })
 
 /**
- * The failure of checked fields, or null: invalid values first, then mismatches; `required` and no
- * field verified: the unsupported algorithms named, or a missing digest.
+ * The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
+ * `required` and no field verified: the unsupported algorithms named, or a missing digest.
  */
-export function judge (checked: CheckedField[], policy: JudgePolicy, required: boolean): Failure | null {
-  return typedFailure(policy, checked, 'invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests', invalidMember) ??
-    typedFailure(policy, checked, 'mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', mismatchedMember) ??
-    (!required || checked.some((c) => c.verification.ok)
+export function judge (claims: readonly Claim[], fields: readonly FieldVerification[], policy: JudgePolicy, required: boolean): Failure | null {
+  return typedFailure(policy, claims, fields, 'invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests', invalidMember) ??
+    typedFailure(policy, claims, fields, 'mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', mismatchedMember) ??
+    (!required || fields.some((f) => f.ok)
       ? null
-      : typedFailure(policy, checked, 'unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', unsupportedMember) ??
+      : typedFailure(policy, claims, fields, 'unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', unsupportedMember) ??
         blankFailure(policy, new FST_DIGEST_MISSING()))
-}
-
-/** request.digestVerification of checked fields that did not fail. */
-export function summarize (fields: FieldVerification[], emptyReason: 'no-digest' | 'no-body'): DigestVerification {
-  const verified = fields.some((f) => f.ok)
-  return verified ? { verified, fields } : { verified, reason: emptyReason, fields }
 }

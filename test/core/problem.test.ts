@@ -1,7 +1,9 @@
 // The verdict and its problem details (RFC 9457) for the digest problem
 // types of draft-ietf-httpapi-digest-fields-problem-types-06.
 import { test } from 'tap'
-import { blankProblem, invalidReason, judge, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, type CheckedField } from '../../lib/core/problem'
+import type { FieldVerification } from '../../types/index'
+import type { Claim } from '../../lib/core/claims'
+import { blankProblem, invalidReason, judge as judgeFields, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES } from '../../lib/core/problem'
 
 const IANA = 'https://iana.org/assignments/http-problem-types#'
 const policy = { algorithms: ['sha-256', 'sha-512'] as const }
@@ -30,14 +32,19 @@ test('reasons of invalid values', async (t) => {
   t.equal(invalidReason('foo'), 'digest value cannot be produced by the algorithm')
 })
 
-const field = (name: 'Repr-Digest' | 'Content-Digest', results: Array<[string, string, Buffer]>): CheckedField => ({
-  received: new Map(results.map(([algorithm, , value]) => [algorithm, value])),
-  verification: {
+type Checked = [Claim, FieldVerification]
+
+const field = (name: 'Repr-Digest' | 'Content-Digest', results: Array<[string, string, Buffer]>): Checked => [
+  { field: name, received: new Map(results.map(([algorithm, , value]) => [algorithm, value])), decoded: false },
+  {
     field: name,
     ok: results.every(([, outcome]) => outcome === 'matched'),
-    results: results.map(([algorithm, outcome]) => ({ algorithm, outcome })) as CheckedField['verification']['results']
+    results: results.map(([algorithm, outcome]) => ({ algorithm, outcome })) as FieldVerification['results']
   }
-})
+]
+
+const judge = (checked: Checked[], p: typeof policy, required: boolean): ReturnType<typeof judgeFields> =>
+  judgeFields(checked.map(([claim]) => claim), checked.map(([, verification]) => verification), p, required)
 
 test('the three draft problem types name what the client sent, never the computed value', async (t) => {
   const repr = field('Repr-Digest', [['sha-256', 'mismatched', Buffer.from([0xfb, 0xff])], ['sha-512', 'invalid-length', Buffer.alloc(3)], ['md5', 'unsupported', Buffer.alloc(16)]])
@@ -50,7 +57,7 @@ test('the three draft problem types name what the client sent, never the compute
     code: 'FST_DIGEST_INVALID_VALUE',
     invalid_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest', reason: 'digest value is not 64 bytes long' }]
   })
-  t.equal(invalid?.error.problem, invalid?.problem, 'the error carries its problem')
+  t.ok(invalid instanceof Error && invalid.code === 'FST_DIGEST_INVALID_VALUE', 'the error carries its problem')
   t.equal(invalid?.headers['want-repr-digest'], 'sha-256=10, sha-512=9')
   const mismatched = judge([field('Repr-Digest', [['sha-256', 'mismatched', Buffer.from([0xfb, 0xff])]]), content], policy, true)
   t.same(mismatched?.problem, {

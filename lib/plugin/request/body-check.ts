@@ -1,26 +1,23 @@
 // Request verification: request.digestVerification and the route's hooks (docs/architecture.md,
 // "The Fastify lifecycle, mapped to files"; docs/design.md, "Request verification").
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
-import { digestAll, type DigestResults, type MultiDigester } from '../../core/digest-stream'
+import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
 } from '../../core/errors'
 import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
 import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
-import { blankFailure, check, fieldList, judge, summarize, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
+import { blankFailure, check, fieldList, judge, NO_DIGESTS, PROBLEM_CONTENT_TYPE, type DigestError, type Failure } from '../../core/problem'
 import { SourceTap } from '../../core/source-tap'
 import type { DigestParams } from '../../core/option-checks'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { BodyStream } from './body-stream'
 
-type HookDone = (err?: Error) => void
-type SendDone = (err: Error | null, payload?: unknown) => void
 type ParsingDone = (err: Error | null, stream?: Readable) => void
-type Release = (err?: Error | null) => void
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -30,7 +27,6 @@ declare module 'fastify' {
   }
 }
 
-const failed = (): DigestVerification => ({ verified: false, reason: 'failed', fields: [] })
 const CLOSE = Object.freeze({ connection: 'close' })
 
 /** A request's verification: what it claims, where it is hashed, and the verdict. */
@@ -62,7 +58,7 @@ class BodyCheck {
 }
 
 function problemReply (reply: FastifyReply, failure: Failure): FastifyReply {
-  return reply.code(failure.error.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+  return reply.code(failure.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
 }
 
 function sendProblem (reply: FastifyReply, failure: Failure): void {
@@ -70,7 +66,7 @@ function sendProblem (reply: FastifyReply, failure: Failure): void {
   problemReply(reply, failure).send(Buffer.from(JSON.stringify(failure.problem)))
 }
 
-function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDone, params: DigestParams): void {
+function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams): void {
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
   const coding = contentCoding(headers['content-encoding'])
@@ -80,25 +76,23 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookDo
   } catch (err) {
     return sendProblem(reply, blankFailure(params, err as DigestError))
   }
-  // Values no algorithm can produce are refused before reading anything.
-  const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
-  const invalid = judge(unread, params, false)
-  if (invalid !== null) return sendProblem(reply, invalid)
   const received = new Set<DigestAlgorithm>()
   const decoded = new Set<DigestAlgorithm>()
   const decodedFields = collectAlgorithms(received, decoded, claims, headers.trailer, params, coding)
   const required = params.verify === 'required'
   // Nothing to hash: settled now, but a 'required' body of unknown length (HTTP/2, chunked) is counted.
-  if (received.size === 0 && decoded.size === 0 && (!required || headers['content-length'] !== undefined)) {
-    const failure = judge(unread, params, required && headers['content-length'] !== '0')
-    if (failure !== null) return sendProblem(reply, failure)
-    request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread.map((c) => c.verification) }
+  const settled = received.size === 0 && decoded.size === 0 && (!required || headers['content-length'] !== undefined)
+  // Values no algorithm can produce are refused before reading anything.
+  const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
+  const failure = judge(claims, unread, params, settled && required && headers['content-length'] !== '0')
+  if (failure !== null) return sendProblem(reply, failure)
+  if (settled) {
+    request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread }
     return done()
   }
   request[kVerification] = { verified: false, reason: 'unread', fields: [] }
   // Read by an earlier hook of the application's: never verified.
-  if (request.raw.readableDidRead && required) return sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING()))
-  if (request.raw.readableDidRead) return done()
+  if (request.raw.readableDidRead) return required ? sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING())) : done()
   const limit = request.routeOptions.bodyLimit as number
   const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
   const side = decoders === null ? null : new DecodingTap(decoders, decoded, limit)
@@ -171,14 +165,14 @@ function bytesOf (state: BodyCheck): number {
   return (state.tap?.hasher ?? state.head?.hasher as MultiDigester).bytes
 }
 
-/** The digests of the decoded content, or why there are none. */
-function decodedDigests (state: BodyCheck): DigestResults | Failure {
+/** The digests of the decoded content. Throws why there are none. */
+function decodedDigests (state: BodyCheck): DigestResults {
   if (state.decoded.length === 0) return NO_DIGESTS
   if (bytesOf(state) === 0) return digestAll(state.decoded, Buffer.alloc(0))
   const { side, stream } = state
   const failure = side !== null ? side.failure : (stream as BodyStream).overLimit ? 'too-large' : null
-  if (failure === 'too-large') return blankFailure(state.params, new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit)))
-  if (failure === 'invalid') return blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))
+  if (failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit))
+  if (failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)
   return side !== null ? side.digests as DigestResults : ((stream as BodyStream).hasher as MultiDigester).digest()
 }
 
@@ -187,59 +181,52 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const { params } = state
   const bytes = bytesOf(state)
   const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
-  const decoded = decodedDigests(state)
-  if (!(decoded instanceof Map)) {
-    request[kVerification] = failed()
-    return decoded
-  }
   let fields: FieldVerification[] = []
   let failure: Failure | null
   try {
+    const decoded = decodedDigests(state)
     // Digests in the trailer section count too (RFC 9110 §6.5).
     const trailers = request.raw.trailers as Record<string, string> | undefined
     const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
-    const checked = check(claims, params, received, decoded)
-    fields = checked.map((c) => c.verification)
+    fields = check(claims, params, received, decoded)
     // Under 'required' an empty body needs no digest.
-    failure = judge(checked, params, params.verify === 'required' && bytes > 0)
+    failure = judge(claims, fields, params, params.verify === 'required' && bytes > 0)
   } catch (err) {
     failure = blankFailure(params, err as DigestError)
   }
-  request[kVerification] = failure === null ? summarize(fields, bytes === 0 ? 'no-body' : 'no-digest') : { verified: false, reason: 'failed', fields }
+  if (failure !== null) request[kVerification] = { verified: false, reason: 'failed', fields }
+  else if (fields.some((f) => f.ok)) request[kVerification] = { verified: true, fields }
+  else request[kVerification] = { verified: false, reason: bytes === 0 ? 'no-body' : 'no-digest', fields }
   return failure
 }
 
 /** Records the verdict; `release` ends the stream, or fails it after preValidation; then a waiting reply goes on. */
-function conclude (state: BodyCheck, failure: Failure | null, release?: Release): void {
+function conclude (state: BodyCheck, failure: Failure | null, release?: Parameters<EndCheck>[0]): void {
   state.checked = true
   state.failure = failure
-  const waiting = state.waitingReply
-  state.waitingReply = null
-  release?.(failure !== null && state.validated ? failure.error : null)
-  waiting?.()
+  release?.(failure !== null && state.validated ? failure : null)
+  state.waitingReply?.()
 }
 
 /** Nothing verified, unless a verdict came first; `failure` (null: none) answers a waiting reply. */
 function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Failure | null): void {
   if (state.checked) return
-  request[kVerification] = failed()
+  request[kVerification] = { verified: false, reason: 'failed', fields: [] }
   conclude(state, failure)
 }
 
-function finalCheck (request: FastifyRequest, state: BodyCheck, release: Release): void {
-  if (state.checked) return release()
-  conclude(state, judgeBody(request, state), release)
-}
-
-function checkAtEnd (request: FastifyRequest, state: BodyCheck): (release: Release) => void {
-  return (release) => finalCheck(request, state, release)
+function checkAtEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
+  return (release) => {
+    if (state.checked) return release()
+    conclude(state, judgeBody(request, state), release)
+  }
 }
 
 /** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
-function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Release) => void {
+function onHeadEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
   return (callback) => {
     if (bytesOf(state) > 0) return callback()
-    finalCheck(request, state, (err) => {
+    checkAtEnd(request, state)((err) => {
       callback()
       if (err != null) (state.stream as BodyStream).destroy(err)
     })
@@ -248,13 +235,12 @@ function onHeadEnd (request: FastifyRequest, state: BodyCheck): (callback: Relea
 
 /** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
 function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
-  return () => {
-    if (state.waitingReply === null) concludeFailed(request, state, null)
-    else concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
-  }
+  return () => concludeFailed(request, state, state.waitingReply === null
+    ? null
+    : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
 }
 
-function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const state = request[kRequestState]
   if (state === null) return done()
   if (!state.checked && unreadRaw(request, state)) tapRaw(request, state)
@@ -272,7 +258,7 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
   }
 }
 
-function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookDone): void {
+function answerValidation (reply: FastifyReply, state: BodyCheck, done: HookHandlerDoneFunction): void {
   if (state.failure === null) return done()
   sendProblem(reply, state.failure)
 }
@@ -292,35 +278,31 @@ function isStream (payload: unknown): payload is Readable {
   return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
 }
 
-function sendWhenChecked (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): () => void {
-  return () => onSend(request, reply, payload, done)
-}
-
-/**
- * The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
- * a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
- */
-function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: SendDone): void {
+// The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
+// a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
+function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
-  const failure = state.failure
   if (state.checked) {
-    if (failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
+    if (state.failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
     if (isStream(payload)) payload.destroy()
-    problemReply(reply, failure).removeHeader('content-length')
-    return done(null, JSON.stringify(failure.problem))
+    problemReply(reply, state.failure).removeHeader('content-length')
+    return done(null, JSON.stringify(state.failure.problem))
   }
-  if (reply.statusCode >= 400 || isStream(payload)) {
-    if (reply.statusCode >= 400) state.tap?.stop()
-    return done(null, payload)
-  }
+  if (reply.statusCode >= 400) state.tap?.stop()
+  if (reply.statusCode >= 400 || isStream(payload)) return done(null, payload)
   if (state.head === null && state.decoded.length > 0 && state.side === null) {
     // Answered before preParsing, which never runs now: nothing decodes these codings.
     concludeFailed(request, state, undecodable(state))
     return onSend(request, reply, payload, done)
   }
+  awaitCheck(request, reply, payload, done, state)
+}
+
+/** A success waits while the rest is read and checked. */
+function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes, state: BodyCheck): void {
   state.validated = true
-  state.waitingReply = sendWhenChecked(request, reply, payload, done)
+  state.waitingReply = () => onSend(request, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
   const cutOff = (): void => concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
   if (state.tap === null && !unreadRaw(request, state)) {
@@ -341,15 +323,13 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
 
 const isErrorStatus = (status: unknown): boolean => typeof status === 'number' && status >= 400 && status <= 599
 
-/**
- * The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status
- * thrown for a failed or cut body (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the
- * failure's 4xx, or 400 for a cut upload, which the error handler keeps (lib/error-status.js).
- */
+// The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status
+// thrown for a failed or cut body (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the
+// failure's 4xx, or 400 for a cut upload, which the error handler keeps (lib/error-status.js).
 function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
   const state = request[kRequestState]
   if (state !== null && !isErrorStatus(error.statusCode) && !isErrorStatus(error.status)) {
-    if (state.failure !== null) reply.code(state.failure.error.statusCode)
+    if (state.failure !== null) reply.code(state.failure.statusCode)
     else if (request.raw.readableAborted) reply.code(400)
   }
   done()
@@ -381,7 +361,7 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
     onRoute (routeOptions, params) {
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (params.verify === false || methods.every((m) => BODYLESS_METHODS.has(m.toUpperCase()))) return null
-      function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookDone): void {
+      function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
         readRequest(request, reply, done, params)
       }
       return {
