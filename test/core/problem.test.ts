@@ -46,36 +46,28 @@ const field = (name: 'Repr-Digest' | 'Content-Digest', results: Array<[string, s
 const judge = (checked: Checked[], p: typeof policy, required: boolean): ReturnType<typeof judgeFields> =>
   judgeFields(checked.map(([claim]) => claim), checked.map(([, verification]) => verification), p, required)
 
+/** The expected body of a draft problem type: its type and title, a 400, the detail, the code and the type's member. */
+const draftProblem = (type: keyof typeof PROBLEM_TYPES, detail: string, code: string, member: Record<string, unknown>): Record<string, unknown> =>
+  ({ ...PROBLEM_TYPES[type], status: 400, detail, code, ...member })
+
 test('the three draft problem types name what the client sent, never the computed value', async (t) => {
   const repr = field('Repr-Digest', [['sha-256', 'mismatched', Buffer.from([0xfb, 0xff])], ['sha-512', 'invalid-length', Buffer.alloc(3)], ['md5', 'unsupported', Buffer.alloc(16)]])
   const content = field('Content-Digest', [['sha-256', 'matched', Buffer.alloc(32, 2)]])
   const invalid = judge([repr, content], policy, false)
-  t.same(invalid?.problem, {
-    ...PROBLEM_TYPES.invalid,
-    status: 400,
-    detail: 'The Repr-Digest field carries a value that the algorithm cannot produce',
-    code: 'FST_DIGEST_INVALID_VALUE',
+  t.same(invalid?.problem, draftProblem('invalid', 'The Repr-Digest field carries a value that the algorithm cannot produce', 'FST_DIGEST_INVALID_VALUE', {
     invalid_digests: [{ algorithm: 'sha-512', header: 'Repr-Digest', reason: 'digest value is not 64 bytes long' }]
-  })
+  }))
   t.ok(invalid instanceof Error && invalid.code === 'FST_DIGEST_INVALID_VALUE', 'the error carries its problem')
   t.equal(invalid?.headers['want-repr-digest'], 'sha-256=10, sha-512=9')
   const mismatched = judge([field('Repr-Digest', [['sha-256', 'mismatched', Buffer.from([0xfb, 0xff])]]), content], policy, true)
-  t.same(mismatched?.problem, {
-    ...PROBLEM_TYPES.mismatched,
-    status: 400,
-    detail: 'The Repr-Digest field does not match the content',
-    code: 'FST_DIGEST_MISMATCH',
+  t.same(mismatched?.problem, draftProblem('mismatched', 'The Repr-Digest field does not match the content', 'FST_DIGEST_MISMATCH', {
     mismatched_digests: [{ algorithm: 'sha-256', provided_digest: ':+/8=:', header: 'Repr-Digest' }]
-  })
+  }))
   const unsupported = field('Repr-Digest', [['md5', 'unsupported', Buffer.alloc(16)]])
   t.equal(judge([unsupported], policy, false), null, 'not required: nothing refused')
   t.equal(judge([unsupported, content], policy, true), null, 'a verified field suffices')
-  t.same(judge([unsupported, unsupported], policy, true)?.problem, {
-    ...PROBLEM_TYPES.unsupported,
-    status: 400,
-    detail: 'The Repr-Digest field names no algorithm this server accepts',
-    code: 'FST_DIGEST_UNSUPPORTED_ALGORITHM',
+  t.same(judge([unsupported, unsupported], policy, true)?.problem, draftProblem('unsupported', 'The Repr-Digest field names no algorithm this server accepts', 'FST_DIGEST_UNSUPPORTED_ALGORITHM', {
     unsupported_algorithms: [{ algorithm: 'md5', header: 'Repr-Digest' }, { algorithm: 'md5', header: 'Repr-Digest' }]
-  })
+  }))
   t.equal(judge([], policy, true)?.problem.code, 'FST_DIGEST_MISSING')
 })
