@@ -18,8 +18,11 @@
 // same sha-256 check written by hand, shows what hashing alone allows: where it is itself
 // below 0.95 of the plain client, the goal is out of reach for any verifying client, and
 // `verified / by hand` is the interceptor's own cost (wall time; `verified / by hand CPU`, the
-// same with this process's CPU time, all threads). Every verified download must end
-// cleanly and every plain one must carry the whole body, or the run stops.
+// same with this process's CPU time, all threads). A fourth side makes the same check by hand
+// inside a minimal interceptor (HandCheckHandler below), where any verifying interceptor hashes:
+// `in interceptor / by hand` is the cost of that place, `verified / in interceptor` the plugin's
+// own. Every verified download must end cleanly and every plain one must carry the whole body,
+// or the run stops.
 //
 // Coded downloads: incompressible bodies (random bytes, made once in the server at start)
 // sent gzip- and br-coded (level 1 and quality 1, coded once at start) in 16 KiB chunks of a
@@ -195,7 +198,45 @@ function parts () {
   return asked
 }
 
+// The same check by hand where any verifying interceptor must make it: an undici 7 handler
+// hashing each chunk as it is handed on (onResponseData) and comparing the Content-Digest
+// before the end (onResponseEnd), everything else passed through. What it costs over the
+// check in the reader is the price of the place, not of the plugin.
+class HandCheckHandler {
+  constructor (handler) {
+    this.handler = handler
+    this.hash = createHash('sha256')
+    this.field = null
+  }
+
+  onRequestStart (controller, context) { this.handler.onRequestStart?.(controller, context) }
+  onResponseStarted () { this.handler.onResponseStarted?.() }
+  onRequestUpgrade (...args) { this.handler.onRequestUpgrade?.(...args) }
+  onResponseStart (controller, status, headers, message) {
+    this.field = headers['content-digest']
+    this.handler.onResponseStart?.(controller, status, headers, message)
+  }
+
+  onResponseData (controller, chunk) {
+    this.hash.update(chunk)
+    this.handler.onResponseData?.(controller, chunk)
+  }
+
+  onResponseEnd (controller, trailers) {
+    if (this.field !== `sha-256=:${this.hash.digest('base64')}:`) {
+      return this.handler.onResponseError?.(controller, new Error('the digest by hand in the interceptor does not match'))
+    }
+    this.handler.onResponseEnd?.(controller, trailers)
+  }
+
+  onResponseError (controller, err) { this.handler.onResponseError?.(controller, err) }
+}
+
+const handCheckInterceptor = (dispatch) => (opts, handler) => dispatch(opts, new HandCheckHandler(handler))
+
 async function downloads (base, plain, verified, rounds) {
+  const { Agent } = require('undici')
+  const inInterceptor = new Agent().compose(handCheckInterceptor)
   const { request } = require('undici')
   const counts = { small: Number(process.env.BENCH_CLIENT_SMALL ?? 200), large: Number(process.env.BENCH_CLIENT_LARGE ?? 2) }
 
@@ -222,14 +263,14 @@ async function downloads (base, plain, verified, rounds) {
   }
 
   // Wall time, and this process's CPU time (all threads), which other tenants of the machine disturb less.
-  const cpuMs = { plain: 0, hand: 0, verified: 0 }
+  const cpuMs = { plain: 0, hand: 0, verified: 0, inInterceptor: 0 }
   async function timed (dispatcher, name, count, sample, byHand = false) {
     const start = process.hrtime.bigint()
     const cpu = process.cpuUsage()
     for (let i = 0; i < count; i++) await (byHand ? downloadByHand : download)(dispatcher, name)
     const ms = Number(process.hrtime.bigint() - start) / 1e6
     const used = process.cpuUsage(cpu)
-    cpuMs[byHand ? 'hand' : dispatcher === plain ? 'plain' : 'verified'] += (used.user + used.system) / 1000
+    cpuMs[byHand ? 'hand' : dispatcher === plain ? 'plain' : dispatcher === inInterceptor ? 'inInterceptor' : 'verified'] += (used.user + used.system) / 1000
     if (sample) sample.stop()
     return ms
   }
@@ -239,16 +280,20 @@ async function downloads (base, plain, verified, rounds) {
     await download(plain, name)
     await download(verified, name)
     await downloadByHand(plain, name)
+    await download(inInterceptor, name)
     let plainMs = 0
     let verifiedMs = 0
     let handMs = 0
+    let inInterceptorMs = 0
     let peak = 0
     for (const side of Object.keys(cpuMs)) cpuMs[side] = 0
     for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? ['plain', 'hand', 'verified'] : ['verified', 'hand', 'plain']
+      const order = round % 2 === 0 ? ['plain', 'hand', 'inInterceptor', 'verified'] : ['verified', 'inInterceptor', 'hand', 'plain']
       for (const side of order) {
         if (side === 'plain') {
           plainMs += await timed(plain, name, counts[name])
+        } else if (side === 'inInterceptor') {
+          inInterceptorMs += await timed(inInterceptor, name, counts[name])
         } else if (side === 'hand') {
           handMs += await timed(plain, name, counts[name], null, true)
         } else {
@@ -268,9 +313,12 @@ async function downloads (base, plain, verified, rounds) {
       'by hand / plain': (plainMs / handMs).toFixed(3),
       'verified / by hand': (handMs / verifiedMs).toFixed(3),
       'verified / by hand CPU': (cpuMs.hand / cpuMs.verified).toFixed(3),
+      'in interceptor / by hand': (handMs / inInterceptorMs).toFixed(3),
+      'verified / in interceptor': (inInterceptorMs / verifiedMs).toFixed(3),
       'rss growth (verified)': name === 'large' ? `${(peak / MiB).toFixed(1)} MiB` : '-'
     })
   }
+  await inInterceptor.close()
   console.table(results)
 }
 
