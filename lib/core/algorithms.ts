@@ -5,41 +5,39 @@ import type { ALGORITHMS as PublicAlgorithms, DigestAlgorithm, Digester } from '
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from './errors'
 import { adler32, bsdSum, cksumFinish, cksumUpdate, crc32c } from './checksums'
 
-type Status = (typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer Info> ? Info : never)['status']
+type Info = typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer I> ? I : never
 type Data = Buffer | Uint8Array | string
 
 type Update = (data: Uint8Array, state?: number) => number
 const NO_BYTES = new Uint8Array(0)
 
 /** A node:crypto hash, or a checksum: `update` folds a chunk into its state (by default the start), `finish` (cksum) state and length → value. */
-interface Entry { readonly length: number, readonly hash?: string, readonly update?: Update, readonly finish?: (state: number, length: number) => number }
+interface Entry extends Omit<Info, 'key'> { readonly hash?: string, readonly update?: Update, readonly finish?: (state: number, length: number) => number }
 
 // The IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5, §7.2): the
 // active keys first, then the deprecated ones in registry order. `sha` is SHA-1 (RFC 3174).
-const REGISTRY: ReadonlyArray<readonly [DigestAlgorithm, Status, Entry]> = [
-  ['sha-256', 'active', { length: 32, hash: 'sha256' }],
-  ['sha-512', 'active', { length: 64, hash: 'sha512' }],
-  ['md5', 'deprecated', { length: 16, hash: 'md5' }],
-  ['sha', 'deprecated', { length: 20, hash: 'sha1' }],
-  ['unixsum', 'deprecated', { length: 2, update: bsdSum }],
-  ['unixcksum', 'deprecated', { length: 4, update: cksumUpdate, finish: cksumFinish }],
-  ['adler', 'deprecated', { length: 4, update: adler32 }],
-  ['crc32c', 'deprecated', { length: 4, update: crc32c }]
-]
+const REGISTRY: ReadonlyMap<DigestAlgorithm, Entry> = new Map<DigestAlgorithm, Entry>([
+  ['sha-256', { status: 'active', length: 32, hash: 'sha256' }],
+  ['sha-512', { status: 'active', length: 64, hash: 'sha512' }],
+  ['md5', { status: 'deprecated', length: 16, hash: 'md5' }],
+  ['sha', { status: 'deprecated', length: 20, hash: 'sha1' }],
+  ['unixsum', { status: 'deprecated', length: 2, update: bsdSum }],
+  ['unixcksum', { status: 'deprecated', length: 4, update: cksumUpdate, finish: cksumFinish }],
+  ['adler', { status: 'deprecated', length: 4, update: adler32 }],
+  ['crc32c', { status: 'deprecated', length: 4, update: crc32c }]
+])
 
 /** The registry keys in order, each mapped to a frozen `{ key, status, length }` (length in octets). */
-export const ALGORITHMS: typeof PublicAlgorithms = new Map(REGISTRY.map(([key, status, { length }]) =>
+export const ALGORITHMS: typeof PublicAlgorithms = new Map([...REGISTRY].map(([key, { status, length }]) =>
   [key, Object.freeze({ key, status, length })]))
-
-const ENTRIES: ReadonlyMap<DigestAlgorithm, Entry> = new Map(REGISTRY.map(([key, , entry]) => [key, entry]))
 
 /** True for the eight registry keys, compared exactly (keys are lowercase tokens). */
 export function isDigestAlgorithm (key: unknown): key is DigestAlgorithm {
-  return ENTRIES.has(key as DigestAlgorithm)
+  return REGISTRY.has(key as DigestAlgorithm)
 }
 
 function lookup (algorithm: DigestAlgorithm): Entry {
-  const entry = ENTRIES.get(algorithm)
+  const entry = REGISTRY.get(algorithm)
   if (entry === undefined) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(algorithm))
   return entry
 }
@@ -78,15 +76,13 @@ export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => str
 
 /** digest() finalises once, later calls return a copy (node:crypto's Hash throws); update() after it throws. */
 class IncrementalDigester implements Digester {
-  readonly algorithm: DigestAlgorithm
   readonly #entry: Entry
   readonly #hash: Hash | null
   #state: number
   #length = 0
   #result: Buffer | null = null
 
-  constructor (algorithm: DigestAlgorithm, entry: Entry) {
-    this.algorithm = algorithm
+  constructor (readonly algorithm: DigestAlgorithm, entry: Entry) {
     this.#entry = entry
     this.#hash = entry.hash === undefined ? null : createHash(entry.hash)
     this.#state = entry.update?.(NO_BYTES) ?? 0
