@@ -49,7 +49,6 @@ function toBytes (data: Data): Uint8Array {
   throw new TypeError('The data to digest must be a string, a Buffer or a Uint8Array')
 }
 
-/** A checksum's value, as big-endian octets of its width. */
 function checksumOctets ({ length: width, finish }: Entry, state: number, length: number): Buffer {
   const out = Buffer.allocUnsafe(width)
   out.writeUIntBE(finish?.(state, length) ?? state, 0, width)
@@ -60,18 +59,15 @@ function checksumOctets ({ length: width, finish }: Entry, state: number, length
 // 20.12 on) skips the Hash object; its latin1 output is cheaper than 'buffer' (docs/benchmarks.md).
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   const entry = lookup(algorithm)
-  const { hash: name, update } = entry
-  if (update === undefined) return Buffer.from(hash(name as string, data, 'binary'), 'binary')
+  if (entry.update === undefined) return Buffer.from(hash(entry.hash as string, data, 'binary'), 'binary')
   const bytes = toBytes(data)
-  return checksumOctets(entry, update(bytes), bytes.length)
+  return checksumOctets(entry, entry.update(bytes), bytes.length)
 }
 
 /** computeDigest() as base64 for one algorithm, looked up once (per route), not per call. */
 export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
   const { hash: name } = lookup(algorithm)
-  return name === undefined
-    ? (data) => computeDigest(algorithm, data).toString('base64')
-    : (data) => hash(name, data, 'base64')
+  return name === undefined ? (data) => computeDigest(algorithm, data).toString('base64') : (data) => hash(name, data, 'base64')
 }
 
 /** digest() finalises once, later calls return a copy (node:crypto's Hash throws); update() after it throws. */
@@ -101,9 +97,7 @@ class IncrementalDigester implements Digester {
   }
 
   digest (): Buffer {
-    this.#result ??= this.#hash !== null
-      ? this.#hash.digest()
-      : checksumOctets(this.#entry, this.#state, this.#length)
+    this.#result ??= this.#hash !== null ? this.#hash.digest() : checksumOctets(this.#entry, this.#state, this.#length)
     return Buffer.from(this.#result)
   }
 }

@@ -1,6 +1,5 @@
-// Parsing and serialization of Content-Digest, Repr-Digest and Want-* (RFC 9530 §2-§4), Unencoded-Digest
-// and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest, the same forms), and the legacy RFC 3230
-// `Digest`. The decisions (field lines, base64, Decimals, what throws) are in docs/design.md, "Parsing fields".
+// Content-Digest, Repr-Digest, Want-* (RFC 9530 §2-§4), Unencoded-Digest and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest,
+// the same forms), and the legacy RFC 3230 `Digest`; the decisions (field lines, base64, Decimals, throws): docs/design.md, "Parsing fields".
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
@@ -95,9 +94,7 @@ export function writtenAlike (algorithms: readonly DigestAlgorithm[]): boolean {
 /** One member of a digest field: `sha-256=:…:`, or `unixsum=6405` outside strict mode. */
 function digestMember (algorithm: DigestAlgorithm, octets: Buffer, strict: boolean): string {
   const width = strict ? undefined : INTEGER_WIDTH.get(algorithm)
-  return width === octets.length
-    ? `${algorithm}=${octets.readUIntBE(0, width)}`
-    : `${algorithm}=:${octets.toString('base64')}:`
+  return width === octets.length ? `${algorithm}=${octets.readUIntBE(0, width)}` : `${algorithm}=:${octets.toString('base64')}:`
 }
 
 /** Serialize digests as a Content-Digest / Repr-Digest value: `sha-256=:…:, unixsum=6405` (strict: `unixsum=:GQU=:`). */

@@ -50,11 +50,6 @@ export function heldKeyOf (value: unknown): HeldKey | string {
   return { keyid: Buffer.from(x as string, 'base64url').toString('base64'), privateKey: key }
 }
 
-/** The held key named by `keyid` (padding optional), if any. */
-export function findKey (keys: IntegrityKeys, keyid: string): HeldKey | undefined {
-  return keys.get(unpadded(keyid))
-}
-
 /** The algorithms of a signed Unencoded-Digest: those of `selected` that are sha-256 or sha-512, else the first of them enabled. */
 export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
   const kept = selected.filter((a) => SRI_ALGORITHMS.includes(a))
@@ -80,7 +75,7 @@ export function requestedSignatures (value: string | string[] | undefined, keys:
       name !== 'unencoded-digest' || componentParams?.size !== 1 || componentParams.get('sf') !== true ||
       params.size !== 2 || params.get('tag') !== 'ed25519-integrity' || typeof keyid !== 'string'
     ) continue
-    const held = findKey(keys, keyid)
+    const held = keys.get(unpadded(keyid))
     if (held !== undefined && !out.some((s) => s.privateKey === held.privateKey)) out.push({ label, keyid, privateKey: held.privateKey })
   }
   return out
@@ -88,18 +83,15 @@ export function requestedSignatures (value: string | string[] | undefined, keys:
 
 /** The signatures a response carries: those asked for, then the route's unsolicited one unless its key or label is taken. */
 export function signaturesFor (requested: readonly IntegritySignature[], unsolicited: IntegritySignature | null): readonly IntegritySignature[] {
-  if (unsolicited === null) return requested
-  if (requested.some((s) => s.privateKey === unsolicited.privateKey || s.label === unsolicited.label)) return requested
-  return [...requested, unsolicited]
+  const taken = unsolicited === null || requested.some((s) => s.privateKey === unsolicited.privateKey || s.label === unsolicited.label)
+  return taken ? requested : [...requested, unsolicited]
 }
 
-// Ed25519 is deterministic (RFC 8032 §5.1.6): signatures kept by Unencoded-Digest value, with the key and
-// parameters, SIGNATURE_CACHE_SIZE of them, the oldest out first.
+// Ed25519 is deterministic (RFC 8032 §5.1.6): signatures kept by Unencoded-Digest value, with the key and parameters,
+// SIGNATURE_CACHE_SIZE of them, the oldest out first; a value from its second signing on (a response differing every time
+// would only fill the heap): each `seen` slot holds the fingerprint of the last value signed there (a collision signs once more).
 export const SIGNATURE_CACHE_SIZE = 1024
 const cache = new Map<string, { readonly privateKey: KeyObject, readonly params: string, readonly value: string }>()
-
-// A value is kept from its second signing on (a response differing every time would only fill the heap):
-// each slot holds the fingerprint of the last value signed there. A collision only signs once more.
 const SEEN_SLOTS = 4096
 const seen = new Int32Array(SEEN_SLOTS)
 
