@@ -71,12 +71,10 @@ export function parseDigestField (value: string | readonly string[] | null | und
   const digests: DigestMap = new Map()
   let decimals: Set<string> | undefined
   for (const [key, [item]] of dictionary) {
+    const width = field === 'Unencoded-Digest' ? undefined : INTEGER_WIDTH.get(key)
     if (item instanceof ArrayBuffer) {
       digests.set(key, Buffer.from(item))
-      continue
-    }
-    const width = field === 'Unencoded-Digest' ? undefined : INTEGER_WIDTH.get(key)
-    if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
+    } else if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
       digests.set(key, integerOctets(item as number, width))
     } else if (isDigestAlgorithm(key)) {
       throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'}`)
