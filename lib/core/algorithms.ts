@@ -5,41 +5,39 @@ import type { ALGORITHMS as PublicAlgorithms, DigestAlgorithm, Digester } from '
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from './errors'
 import { adler32, bsdSum, cksumFinish, cksumUpdate, crc32c } from './checksums'
 
-type Status = (typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer Info> ? Info : never)['status']
+type Info = typeof PublicAlgorithms extends ReadonlyMap<DigestAlgorithm, infer I> ? I : never
 type Data = Buffer | Uint8Array | string
 
 type Update = (data: Uint8Array, state?: number) => number
 const NO_BYTES = new Uint8Array(0)
 
 /** A node:crypto hash, or a checksum: `update` folds a chunk into its state (by default the start), `finish` (cksum) state and length → value. */
-interface Entry { readonly length: number, readonly hash?: string, readonly update?: Update, readonly finish?: (state: number, length: number) => number }
+interface Entry extends Omit<Info, 'key'> { readonly hash?: string, readonly update?: Update, readonly finish?: (state: number, length: number) => number }
 
 // The IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5, §7.2): the
 // active keys first, then the deprecated ones in registry order. `sha` is SHA-1 (RFC 3174).
-const REGISTRY: ReadonlyArray<readonly [DigestAlgorithm, Status, Entry]> = [
-  ['sha-256', 'active', { length: 32, hash: 'sha256' }],
-  ['sha-512', 'active', { length: 64, hash: 'sha512' }],
-  ['md5', 'deprecated', { length: 16, hash: 'md5' }],
-  ['sha', 'deprecated', { length: 20, hash: 'sha1' }],
-  ['unixsum', 'deprecated', { length: 2, update: bsdSum }],
-  ['unixcksum', 'deprecated', { length: 4, update: cksumUpdate, finish: cksumFinish }],
-  ['adler', 'deprecated', { length: 4, update: adler32 }],
-  ['crc32c', 'deprecated', { length: 4, update: crc32c }]
-]
+const REGISTRY: ReadonlyMap<DigestAlgorithm, Entry> = new Map<DigestAlgorithm, Entry>([
+  ['sha-256', { status: 'active', length: 32, hash: 'sha256' }],
+  ['sha-512', { status: 'active', length: 64, hash: 'sha512' }],
+  ['md5', { status: 'deprecated', length: 16, hash: 'md5' }],
+  ['sha', { status: 'deprecated', length: 20, hash: 'sha1' }],
+  ['unixsum', { status: 'deprecated', length: 2, update: bsdSum }],
+  ['unixcksum', { status: 'deprecated', length: 4, update: cksumUpdate, finish: cksumFinish }],
+  ['adler', { status: 'deprecated', length: 4, update: adler32 }],
+  ['crc32c', { status: 'deprecated', length: 4, update: crc32c }]
+])
 
 /** The registry keys in order, each mapped to a frozen `{ key, status, length }` (length in octets). */
-export const ALGORITHMS: typeof PublicAlgorithms = new Map(REGISTRY.map(([key, status, { length }]) =>
+export const ALGORITHMS: typeof PublicAlgorithms = new Map([...REGISTRY].map(([key, { status, length }]) =>
   [key, Object.freeze({ key, status, length })]))
-
-const ENTRIES: ReadonlyMap<DigestAlgorithm, Entry> = new Map(REGISTRY.map(([key, , entry]) => [key, entry]))
 
 /** True for the eight registry keys, compared exactly (keys are lowercase tokens). */
 export function isDigestAlgorithm (key: unknown): key is DigestAlgorithm {
-  return ENTRIES.has(key as DigestAlgorithm)
+  return REGISTRY.has(key as DigestAlgorithm)
 }
 
 function lookup (algorithm: DigestAlgorithm): Entry {
-  const entry = ENTRIES.get(algorithm)
+  const entry = REGISTRY.get(algorithm)
   if (entry === undefined) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(algorithm))
   return entry
 }
@@ -51,7 +49,6 @@ function toBytes (data: Data): Uint8Array {
   throw new TypeError('The data to digest must be a string, a Buffer or a Uint8Array')
 }
 
-/** A checksum's value, as big-endian octets of its width. */
 function checksumOctets ({ length: width, finish }: Entry, state: number, length: number): Buffer {
   const out = Buffer.allocUnsafe(width)
   out.writeUIntBE(finish?.(state, length) ?? state, 0, width)
@@ -62,31 +59,26 @@ function checksumOctets ({ length: width, finish }: Entry, state: number, length
 // 20.12 on) skips the Hash object; its latin1 output is cheaper than 'buffer' (docs/benchmarks.md).
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   const entry = lookup(algorithm)
-  const { hash: name, update } = entry
-  if (update === undefined) return Buffer.from(hash(name as string, data, 'binary'), 'binary')
+  if (entry.update === undefined) return Buffer.from(hash(entry.hash as string, data, 'binary'), 'binary')
   const bytes = toBytes(data)
-  return checksumOctets(entry, update(bytes), bytes.length)
+  return checksumOctets(entry, entry.update(bytes), bytes.length)
 }
 
 /** computeDigest() as base64 for one algorithm, looked up once (per route), not per call. */
 export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
   const { hash: name } = lookup(algorithm)
-  return name === undefined
-    ? (data) => computeDigest(algorithm, data).toString('base64')
-    : (data) => hash(name, data, 'base64')
+  return name === undefined ? (data) => computeDigest(algorithm, data).toString('base64') : (data) => hash(name, data, 'base64')
 }
 
 /** digest() finalises once, later calls return a copy (node:crypto's Hash throws); update() after it throws. */
 class IncrementalDigester implements Digester {
-  readonly algorithm: DigestAlgorithm
   readonly #entry: Entry
   readonly #hash: Hash | null
   #state: number
   #length = 0
   #result: Buffer | null = null
 
-  constructor (algorithm: DigestAlgorithm, entry: Entry) {
-    this.algorithm = algorithm
+  constructor (readonly algorithm: DigestAlgorithm, entry: Entry) {
     this.#entry = entry
     this.#hash = entry.hash === undefined ? null : createHash(entry.hash)
     this.#state = entry.update?.(NO_BYTES) ?? 0
@@ -105,9 +97,7 @@ class IncrementalDigester implements Digester {
   }
 
   digest (): Buffer {
-    this.#result ??= this.#hash !== null
-      ? this.#hash.digest()
-      : checksumOctets(this.#entry, this.#state, this.#length)
+    this.#result ??= this.#hash !== null ? this.#hash.digest() : checksumOctets(this.#entry, this.#state, this.#length)
     return Buffer.from(this.#result)
   }
 }

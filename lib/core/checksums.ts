@@ -1,5 +1,6 @@
 // The four deprecated RFC 9530 §5 checksums, incremental: each takes the value returned
-// for the previous chunk. Own code rather than a library: docs/design.md ("Algorithms").
+// for the previous chunk. Own code rather than a library: docs/design.md ("Algorithms"). The `!`
+// only satisfy noUncheckedIndexedAccess: every index is a byte, or below data.length.
 
 type SliceTables = [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]
 
@@ -27,8 +28,6 @@ function sliceTables (poly: number, reflected: boolean): SliceTables {
 
 const [C0, C1, C2, C3, C4, C5, C6, C7] = sliceTables(0x82F63B78, true)
 const [K0, K1, K2, K3, K4, K5, K6, K7] = sliceTables(0x04C11DB7, false)
-
-// The `!` only satisfy noUncheckedIndexedAccess: every index is a byte, or below data.length.
 
 /** CRC-32C (RFC 9260 Appendix A): reflected 0x82F63B78, init and xorout 0xFFFFFFFF; 0 to start. */
 export function crc32c (data: Uint8Array, previous = 0): number {

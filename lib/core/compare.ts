@@ -13,15 +13,10 @@ export function usableAlgorithms (received: DigestMap, enabled: readonly DigestA
   return enabled.filter((algorithm) => received.has(algorithm))
 }
 
-/**
- * Each received member: 'unsupported' when not enabled (ignored, RFC 9530 §2, §3), 'invalid-length',
- * else compared in constant time; none without a computed digest. `ok`: a match, no other failure.
- */
+// Each received member: 'unsupported' when not enabled (ignored, RFC 9530 §2, §3), 'invalid-length', else compared
+// in constant time; none without a computed digest. `ok`: a match, no other failure.
 export function verifyDigests (
-  field: DigestFieldName,
-  received: DigestMap,
-  computed: ReadonlyMap<DigestAlgorithm, Buffer>,
-  enabled: readonly DigestAlgorithm[]
+  field: DigestFieldName, received: DigestMap, computed: ReadonlyMap<DigestAlgorithm, Buffer>, enabled: readonly DigestAlgorithm[]
 ): FieldVerification {
   const results: AlgorithmResult[] = []
   let matched = false

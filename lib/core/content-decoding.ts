@@ -37,12 +37,11 @@ const inflateEither: Decode = (data, options) => (hasZlibHeader(data) ? zlib.inf
 // Each coding's stream decoder and whole-body one (the latter reads raw deflate too). zstd
 // (RFC 8878) where node:zlib has it (Node.js 22.15 and 23.8 on).
 const zstd = zlib as unknown as { createZstdDecompress?: Factory, zstdDecompressSync: Decode }
-const DECODERS: ReadonlyMap<string, readonly [Factory, Decode]> = new Map<string, readonly [Factory, Decode]>([
+const DECODERS = new Map(([
   ['gzip', [zlib.createGunzip, zlib.gunzipSync]], ['x-gzip', [zlib.createGunzip, zlib.gunzipSync]],
   ['deflate', [zlib.createInflate, inflateEither]], ['br', [zlib.createBrotliDecompress, zlib.brotliDecompressSync]],
-  ...([['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]]] as const)
-    .filter((entry): entry is ['zstd', [Factory, Decode]] => entry[1][0] !== undefined)
-])
+  ['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]]
+] as Array<[string, [Factory | undefined, Decode]]>).filter((entry): entry is [string, [Factory, Decode]] => entry[1][0] !== undefined))
 
 /** The content codings decoded on the side (RFC 9110 §8.4.1). */
 export const DECODABLE_CODINGS: readonly string[] = Object.freeze([...DECODERS.keys()])

@@ -13,7 +13,8 @@ function build<C extends string> (definitions: Definitions<C>): Errors<C> {
     .map(([code, [message, status, Base]]) => [code, createError(code, message, status, Base)])) as Errors<C>
 }
 
-const all = build<DigestErrorCode | DigestClientErrorCode>({
+/** The plugin's errors by code (exported as `errors`). */
+export const errors = build<DigestErrorCode>({
   FST_DIGEST_INVALID_OPTION: ['Invalid fastify-digest-fields option "%s": %s', 500, TypeError],
   FST_DIGEST_INVALID_ROUTE_OPTION: ['Invalid digest route option for %s %s: %s', 500, TypeError],
   FST_DIGEST_ALREADY_REGISTERED: ['fastify-digest-fields is already registered in this scope or a parent one: register it once, and give routes their own settings with the digest route option', 500],
@@ -31,8 +32,11 @@ const all = build<DigestErrorCode | DigestClientErrorCode>({
   FST_DIGEST_INCOMPLETE: ['The request content ended before it could be checked', 400],
   FST_DIGEST_FILE_CHANGED: ['The file %s changed while it was sent: its bytes do not match the %s digest the response was sent with, so the response was cut off', 500],
   FST_DIGEST_FIELD_HOOK_FAILED: ['The onDigestFields hook failed: %s', 500],
-  FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406],
-  // The client's (fastify-digest-fields/client).
+  FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406]
+})
+
+/** The client's errors by code (exported by fastify-digest-fields/client as `clientErrors`). */
+export const clientErrors = build<DigestClientErrorCode>({
   FST_DIGEST_RESPONSE_MISMATCH: ['The response %s field does not match the content for %s', 502],
   FST_DIGEST_RESPONSE_INVALID_VALUE: ['The response %s field carries a %s value that the algorithm cannot produce', 502],
   FST_DIGEST_RESPONSE_INVALID_FIELD: ['Malformed response %s field (algorithm %s): %s', 502],
@@ -42,21 +46,10 @@ const all = build<DigestErrorCode | DigestClientErrorCode>({
   FST_DIGEST_NOT_ACCEPTABLE: ['The server answered 406 to the request\'s %s field (algorithm %s): the representation differs', 502]
 })
 
-/** The client's errors, then the plugin's by code (exported as `errors`). */
 export const {
-  FST_DIGEST_RESPONSE_MISMATCH, FST_DIGEST_RESPONSE_INVALID_VALUE, FST_DIGEST_RESPONSE_INVALID_FIELD,
-  FST_DIGEST_RESPONSE_UNCHECKED, FST_DIGEST_RESPONSE_MISSING, FST_DIGEST_REQUEST_REJECTED,
-  FST_DIGEST_NOT_ACCEPTABLE, ...errors
-} = all
-
-/** The client's errors by code (exported by fastify-digest-fields/client as `clientErrors`). */
-export const clientErrors = Object.fromEntries(Object.entries(all).filter(([code]) => !(code in errors))) as Errors<DigestClientErrorCode>
-
-export const {
-  FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION, FST_DIGEST_ALREADY_REGISTERED,
-  FST_DIGEST_UNKNOWN_ALGORITHM, FST_DIGEST_INVALID_DECLARED_DIGEST, FST_DIGEST_INVALID_FIELD,
-  FST_DIGEST_MISMATCH, FST_DIGEST_INVALID_VALUE, FST_DIGEST_UNSUPPORTED_ALGORITHM, FST_DIGEST_MISSING,
-  FST_DIGEST_UNSUPPORTED_ENCODING, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_CONTENT_TOO_LARGE,
-  FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_FILE_CHANGED, FST_DIGEST_FIELD_HOOK_FAILED,
-  FST_DIGEST_STALE_REPRESENTATION
+  FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION, FST_DIGEST_ALREADY_REGISTERED, FST_DIGEST_UNKNOWN_ALGORITHM,
+  FST_DIGEST_INVALID_DECLARED_DIGEST, FST_DIGEST_INVALID_FIELD, FST_DIGEST_MISMATCH, FST_DIGEST_INVALID_VALUE,
+  FST_DIGEST_UNSUPPORTED_ALGORITHM, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ENCODING, FST_DIGEST_INVALID_ENCODING,
+  FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_FILE_CHANGED,
+  FST_DIGEST_FIELD_HOOK_FAILED, FST_DIGEST_STALE_REPRESENTATION
 } = errors

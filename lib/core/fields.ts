@@ -1,6 +1,5 @@
-// Parsing and serialization of Content-Digest, Repr-Digest and Want-* (RFC 9530 §2-§4), Unencoded-Digest
-// and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest, the same forms), and the legacy RFC 3230
-// `Digest`. The decisions (field lines, base64, Decimals, what throws) are in docs/design.md, "Parsing fields".
+// Content-Digest, Repr-Digest, Want-* (RFC 9530 §2-§4), Unencoded-Digest and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest,
+// the same forms), and the legacy RFC 3230 `Digest`; the decisions (field lines, base64, Decimals, throws): docs/design.md, "Parsing fields".
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
@@ -21,13 +20,13 @@ function trimOWS (text: string): string {
   return text.slice(start, end)
 }
 
-// One field value out of a header's string or field lines; null when nothing is in it.
-function combineLines (value: unknown, separator: string): string | null {
+// One field value out of a header's string or field lines (RFC 9110 §5.3); null when nothing is in it.
+function combineLines (value: unknown): string | null {
   const lines: readonly unknown[] = typeof value === 'string' ? [value] : Array.isArray(value) ? value : []
   let combined = ''
   for (const line of lines) {
     const trimmed = typeof line === 'string' ? trimOWS(line) : ''
-    if (trimmed !== '') combined = combined === '' ? trimmed : combined + separator + trimmed
+    if (trimmed !== '') combined = combined === '' ? trimmed : `${combined}, ${trimmed}`
   }
   return combined === '' ? null : combined
 }
@@ -58,13 +57,10 @@ function integerOctets (value: number, width: number): Buffer {
   return octets
 }
 
-/**
- * Parse a Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing
- * usable, FST_DIGEST_INVALID_FIELD when malformed. Byte Sequences are kept for every key;
- * unixsum/unixcksum may be Integers but in Unencoded-Digest (its §3). Parameters are ignored.
- */
+// A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing usable, FST_DIGEST_INVALID_FIELD when
+// malformed. Byte Sequences kept for every key, unixsum/unixcksum Integers too but in Unencoded-Digest (its §3); no parameters.
 export function parseDigestField (value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'): DigestMap | null {
-  const input = combineLines(value, ', ')
+  const input = combineLines(value)
   if (input === null) return null
   let dictionary: ReturnType<typeof parseDictionary>
   try {
@@ -75,12 +71,10 @@ export function parseDigestField (value: string | readonly string[] | null | und
   const digests: DigestMap = new Map()
   let decimals: Set<string> | undefined
   for (const [key, [item]] of dictionary) {
+    const width = field === 'Unencoded-Digest' ? undefined : INTEGER_WIDTH.get(key)
     if (item instanceof ArrayBuffer) {
       digests.set(key, Buffer.from(item))
-      continue
-    }
-    const width = field === 'Unencoded-Digest' ? undefined : INTEGER_WIDTH.get(key)
-    if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
+    } else if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
       digests.set(key, integerOctets(item as number, width))
     } else if (isDigestAlgorithm(key)) {
       throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'}`)
@@ -98,9 +92,7 @@ export function writtenAlike (algorithms: readonly DigestAlgorithm[]): boolean {
 /** One member of a digest field: `sha-256=:…:`, or `unixsum=6405` outside strict mode. */
 function digestMember (algorithm: DigestAlgorithm, octets: Buffer, strict: boolean): string {
   const width = strict ? undefined : INTEGER_WIDTH.get(algorithm)
-  return width === octets.length
-    ? `${algorithm}=${octets.readUIntBE(0, width)}`
-    : `${algorithm}=:${octets.toString('base64')}:`
+  return width === octets.length ? `${algorithm}=${octets.readUIntBE(0, width)}` : `${algorithm}=:${octets.toString('base64')}:`
 }
 
 /** Serialize digests as a Content-Digest / Repr-Digest value: `sha-256=:…:, unixsum=6405` (strict: `unixsum=:GQU=:`). */
@@ -113,15 +105,12 @@ export function serializeDigestField (digests: Iterable<readonly [DigestAlgorith
 
 /** serializeDigestField() of the members of `digests` named in `algorithms`, in that order; null for none. */
 export function serializeSelected (digests: ReadonlyMap<DigestAlgorithm, Buffer> | null, algorithms: readonly DigestAlgorithm[], strict: boolean): string | null {
-  if (digests === null) return null
-  let out: string | null = null
-  for (let i = 0; i < algorithms.length; i++) {
-    const octets = digests.get(algorithms[i] as DigestAlgorithm)
-    if (octets === undefined) continue
-    const member = digestMember(algorithms[i] as DigestAlgorithm, octets, strict)
-    out = out === null ? member : `${out}, ${member}`
+  let out = ''
+  for (const algorithm of algorithms) {
+    const octets = digests?.get(algorithm)
+    if (octets !== undefined) out += (out === '' ? '' : ', ') + digestMember(algorithm, octets, strict)
   }
-  return out
+  return out === '' ? null : out
 }
 
 type FieldWriter = (data: Buffer | Uint8Array | string) => string
@@ -145,7 +134,7 @@ export function digestFieldOf (algorithms: readonly DigestAlgorithm[], data: Buf
 
 /** Parse a Want-* value (RFC 9530 §4): Integers 0..10, unknown keys kept; null when absent or invalid (RFC 8941 §4.2). */
 export function parseWantField (value: string | readonly string[] | null | undefined): WantMap | null {
-  const input = combineLines(value, ', ')
+  const input = combineLines(value)
   if (input === null) return null
   let dictionary: ReturnType<typeof parseDictionary>
   try {
@@ -173,37 +162,32 @@ export function serializeWantField (preferences: Iterable<readonly [string, numb
   return out
 }
 
-// RFC 3230 `Digest` (obsoleted by RFC 9530 §1.3): a comma-separated list of `algorithm=encoded-output`,
-// names case-insensitive (§4.3.2); no Structured Field. Base64 with optional padding, but never a length
-// of 4n + 1 or a padded length that is not 4n; unixsum/unixcksum in decimal digits (`63350.0` is ignored).
+// RFC 3230 `Digest` (obsoleted by RFC 9530 §1.3): a comma-separated list of `algorithm=encoded-output`, names
+// case-insensitive (§4.3.2), `adler32` for RFC 9530's `adler`; no Structured Field. Base64 with optional padding, but
+// never a length of 4n + 1 or a padded length that is not 4n; unixsum/unixcksum in decimal digits (`63350.0` is
+// ignored), adler32/crc32c in hexadecimal.
 const BASE64 = /^(?=.)(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/
-const base64 = (encoded: string): Buffer | null => BASE64.test(encoded) ? Buffer.from(encoded, 'base64') : null
-const decimal = (width: number) => (encoded: string): Buffer | null => /^[0-9]{1,15}$/.test(encoded) ? integerOctets(Number(encoded), width) : null
-const hex = (encoded: string): Buffer | null => /^[0-9A-Fa-f]{1,8}$/.test(encoded) ? integerOctets(Number.parseInt(encoded, 16), 4) : null
 
-// Lowercased RFC 3230 registry name → [RFC 9530 key, decoder].
-const LEGACY: ReadonlyMap<string, readonly [DigestAlgorithm, (encoded: string) => Buffer | null]> = new Map([
-  ['sha-256', ['sha-256', base64]],
-  ['sha-512', ['sha-512', base64]],
-  ['md5', ['md5', base64]],
-  ['sha', ['sha', base64]],
-  ['unixsum', ['unixsum', decimal(2)]],
-  ['unixcksum', ['unixcksum', decimal(4)]],
-  ['adler32', ['adler', hex]],
-  ['crc32c', ['crc32c', hex]]
-])
+function legacyOctets (algorithm: DigestAlgorithm, encoded: string): Buffer | null {
+  const width = INTEGER_WIDTH.get(algorithm)
+  if (width !== undefined) return /^[0-9]{1,15}$/.test(encoded) ? integerOctets(Number(encoded), width) : null
+  if (algorithm === 'adler' || algorithm === 'crc32c') {
+    return /^[0-9A-Fa-f]{1,8}$/.test(encoded) ? integerOctets(Number.parseInt(encoded, 16), 4) : null
+  }
+  return BASE64.test(encoded) ? Buffer.from(encoded, 'base64') : null
+}
 
 /** Parse an RFC 3230 `Digest` into RFC 9530 keys and octets, members that do not decode ignored; null for none. */
 export function parseLegacyDigest (value: string | readonly string[] | null | undefined): DigestMap | null {
-  const input = combineLines(value, ',')
+  const input = combineLines(value)
   if (input === null) return null
   const digests: DigestMap = new Map()
   for (const element of input.split(',')) {
     const eq = element.indexOf('=')
-    if (eq === -1) continue
-    const entry = LEGACY.get(trimOWS(element.slice(0, eq)).toLowerCase())
-    const octets = entry?.[1](trimOWS(element.slice(eq + 1)))
-    if (entry !== undefined && octets != null) digests.set(entry[0], octets)
+    const name = trimOWS(element.slice(0, eq)).toLowerCase()
+    const key = name === 'adler32' ? 'adler' : name
+    const octets = eq !== -1 && name !== 'adler' && isDigestAlgorithm(key) ? legacyOctets(key, trimOWS(element.slice(eq + 1))) : null
+    if (octets !== null) digests.set(key, octets)
   }
   return digests.size === 0 ? null : digests
 }

@@ -4,8 +4,6 @@ import { createPrivateKey, createPublicKey, KeyObject, sign } from 'node:crypto'
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm } from '../../types/index'
 
-const INTEGRITY_TAG = 'ed25519-integrity'
-
 /** The digest algorithms an Unencoded-Digest signed for SRI may carry that the plugin has. */
 export const SRI_ALGORITHMS: readonly DigestAlgorithm[] = Object.freeze(['sha-256', 'sha-512'])
 
@@ -52,13 +50,6 @@ export function heldKeyOf (value: unknown): HeldKey | string {
   return { keyid: Buffer.from(x as string, 'base64url').toString('base64'), privateKey: key }
 }
 
-/** The held key named by `keyid` (padding optional), if any. */
-export function findKey (keys: IntegrityKeys, keyid: string): HeldKey | undefined {
-  // A browser echoes the keyid as written (padded): compared, not hashed, first.
-  for (const held of keys.values()) if (held.keyid === keyid) return held
-  return keys.get(unpadded(keyid))
-}
-
 /** The algorithms of a signed Unencoded-Digest: those of `selected` that are sha-256 or sha-512, else the first of them enabled. */
 export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
   const kept = selected.filter((a) => SRI_ALGORITHMS.includes(a))
@@ -66,20 +57,10 @@ export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: re
   return kept.length > 0 ? kept : enabled.filter((a) => SRI_ALGORITHMS.includes(a)).slice(0, 1)
 }
 
-const MEMBER_END = `";tag="${INTEGRITY_TAG}"`
-/** The one member a browser sends: `LABEL=("unencoded-digest";sf);keyid="KEY";tag="ed25519-integrity"`. */
-const BROWSER_MEMBER = /^([a-z*][a-z0-9_\-.*]*)=\("unencoded-digest";sf\);keyid="([^"\\]*)";tag="ed25519-integrity"$/
-
 // The members of Accept-Signature (RFC 9421 §5.1) exactly the profile's with a held key; each key once, under
 // the first label. A field that does not parse asks for nothing (RFC 9651 §4.2).
 export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
-  const browser = typeof value === 'string' ? BROWSER_MEMBER.exec(value) : null
-  if (browser !== null) {
-    const [, label, keyid] = browser as unknown as [string, string, string]
-    const held = findKey(keys, keyid)
-    return held === undefined ? NO_SIGNATURES : [{ label, keyid, privateKey: held.privateKey }]
-  }
   let dictionary: ReturnType<typeof parseDictionary>
   try {
     dictionary = parseDictionary(Array.isArray(value) ? value.join(', ') : value)
@@ -92,9 +73,9 @@ export function requestedSignatures (value: string | string[] | undefined, keys:
     const keyid = params.get('keyid')
     if (
       name !== 'unencoded-digest' || componentParams?.size !== 1 || componentParams.get('sf') !== true ||
-      params.size !== 2 || params.get('tag') !== INTEGRITY_TAG || typeof keyid !== 'string'
+      params.size !== 2 || params.get('tag') !== 'ed25519-integrity' || typeof keyid !== 'string'
     ) continue
-    const held = findKey(keys, keyid)
+    const held = keys.get(unpadded(keyid))
     if (held !== undefined && !out.some((s) => s.privateKey === held.privateKey)) out.push({ label, keyid, privateKey: held.privateKey })
   }
   return out
@@ -102,18 +83,15 @@ export function requestedSignatures (value: string | string[] | undefined, keys:
 
 /** The signatures a response carries: those asked for, then the route's unsolicited one unless its key or label is taken. */
 export function signaturesFor (requested: readonly IntegritySignature[], unsolicited: IntegritySignature | null): readonly IntegritySignature[] {
-  if (unsolicited === null) return requested
-  if (requested.some((s) => s.privateKey === unsolicited.privateKey || s.label === unsolicited.label)) return requested
-  return [...requested, unsolicited]
+  const taken = unsolicited === null || requested.some((s) => s.privateKey === unsolicited.privateKey || s.label === unsolicited.label)
+  return taken ? requested : [...requested, unsolicited]
 }
 
-// Ed25519 is deterministic (RFC 8032 §5.1.6): signatures kept by Unencoded-Digest value, with the key and
-// parameters, SIGNATURE_CACHE_SIZE of them, the oldest out first.
+// Ed25519 is deterministic (RFC 8032 §5.1.6): signatures kept by Unencoded-Digest value, with the key and parameters,
+// SIGNATURE_CACHE_SIZE of them, the oldest out first; a value from its second signing on (a response differing every time
+// would only fill the heap): each `seen` slot holds the fingerprint of the last value signed there (a collision signs once more).
 export const SIGNATURE_CACHE_SIZE = 1024
 const cache = new Map<string, { readonly privateKey: KeyObject, readonly params: string, readonly value: string }>()
-
-// A value is kept from its second signing on (a response differing every time would only fill the heap):
-// each slot holds the fingerprint of the last value signed there. A collision only signs once more.
 const SEEN_SLOTS = 4096
 const seen = new Int32Array(SEEN_SLOTS)
 
@@ -149,7 +127,7 @@ export function signatureFields (signatures: readonly IntegritySignature[], unen
   let signature = ''
   for (const s of signatures) {
     // The member's value, also the `@signature-params` line's.
-    const params = `("unencoded-digest";sf);keyid="${s.keyid}${MEMBER_END}`
+    const params = `("unencoded-digest";sf);keyid="${s.keyid}";tag="ed25519-integrity"`
     const separator = input === '' ? '' : ', '
     input += `${separator}${s.label}=${params}`
     signature += `${separator}${s.label}=:${signed(unencoded, params, s.privateKey)}:`

@@ -9,13 +9,11 @@ export function selectAlgorithms ({ algorithms, want, unsolicited }: SelectionIn
   // The candidate with the highest positive weight; ties go to the earlier one (server order).
   let wanted: DigestAlgorithm | undefined
   let wantedWeight = 0
-  if (want != null) {
-    for (const algorithm of candidates) {
-      const weight = want.get(algorithm) ?? 0
-      if (weight > wantedWeight) {
-        wanted = algorithm
-        wantedWeight = weight
-      }
+  for (const algorithm of candidates) {
+    const weight = want?.get(algorithm) ?? 0
+    if (weight > wantedWeight) {
+      wanted = algorithm
+      wantedWeight = weight
     }
   }
   if (wanted !== undefined) return [wanted]

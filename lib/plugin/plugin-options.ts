@@ -5,7 +5,7 @@ import type { DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, Int
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from '../core/errors'
 import { checkAlgorithms, checkBoolean, checkCount, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type DigestParams, type Fail } from '../core/option-checks'
 import { SF_KEY } from '../core/fields'
-import { findKey, heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
+import { heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
 
 /** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
 export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',
@@ -65,7 +65,7 @@ const checkIntegritySignature: Check<IntegritySignature | null, DigestParams> = 
   if (typeof label !== 'string' || !SF_KEY.test(label)) throw fail(name, `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
   const keyid: unknown = option.keyid ?? true
   if (keys.size === 0) throw fail(name, 'needs a key: set integrityKeys')
-  const held = keyid === true ? keys.values().next().value : typeof keyid === 'string' ? findKey(keys, keyid) : undefined
+  const held = keyid === true ? keys.values().next().value : typeof keyid === 'string' ? keys.get(unpadded(keyid)) : undefined
   if (held === undefined) {
     throw fail(name, `expected true, false, the keyid of a key of integrityKeys (${[...keys.values()].map((k) => k.keyid).join(', ')}) or { keyid, label }, got ${describe(keyid)}`)
   }

@@ -171,8 +171,7 @@ test('the profile\'s core: which Accept-Signature members are answered, the algo
     ['keyid not a string', `sig0=("unencoded-digest";sf);keyid=:${KEY}:;tag="ed25519-integrity"`]
   ]) t.same(labels(value), [], `${name as string}: ignored`)
 
-  // The browser's one member is read without the parser: the same answers
-  // as through it (a list of field lines always goes through it).
+  // One field line, or the same as a list of field lines: the same answers.
   for (const value of [
     ask(KEY), ask(KEY, 'x'), ask(STRANGER), ask(KEY.replace(/=+$/, '')), `Sig=${PARAMS(KEY)}`, `=${PARAMS(KEY)}`,
     `sig0=${PARAMS(`${KEY}\\`)}`, `sig0=${PARAMS(`${KEY}"`)}`, `${ask(KEY)}, ${ask(OTHER, 'sig1')}`,
