@@ -48,7 +48,7 @@ export function knownBytes (body: unknown): Uint8Array | string | null {
 }
 
 /** A Blob or FormData body once hashed: the Blob to send, the Content-Type to send (a FormData's) or null, the field. */
-export interface PreparedBody { body: Blob, contentType: string | null, field: string }
+interface PreparedBody { body: Blob, contentType: string | null, field: string }
 
 /** For a Blob or FormData, what to send, or null once `stop` (the AbortSignal) aborted; null for any other body. */
 export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null): Promise<PreparedBody | null> | null {

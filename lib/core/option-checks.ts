@@ -47,18 +47,17 @@ export function describe (value: unknown): string {
   return value === null ? 'null' : typeof value
 }
 
-/** The enabled algorithms: a non-empty list of registry keys without repeats (default: sha-256, sha-512). */
-export function checkAlgorithms (value: unknown, fail: Fail): readonly DigestAlgorithm[] {
-  if (value === undefined) return defaultAlgorithms
+/** The enabled algorithms: a non-empty list of registry keys without repeats. */
+export const checkAlgorithms: Check<readonly DigestAlgorithm[]> = (value, name, fail) => {
   if (!Array.isArray(value) || value.length === 0) {
-    throw fail('algorithms', `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+    throw fail(name, `expected a non-empty array of algorithm keys, got ${describe(value)}`)
   }
   const seen = new Set<DigestAlgorithm>()
   for (const key of value) {
     if (!ALGORITHMS.has(key)) {
-      throw fail('algorithms', `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
+      throw fail(name, `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
     }
-    if (seen.has(key)) throw fail('algorithms', `${describe(key)} is listed twice`)
+    if (seen.has(key)) throw fail(name, `${describe(key)} is listed twice`)
     seen.add(key)
   }
   return Object.freeze([...seen])
@@ -87,6 +86,29 @@ export function oneOf<T> (...values: T[]): Check<T> {
     if (!values.includes(value as T)) throw fail(name, `expected ${expected}, got ${describe(value)}`)
     return value as T
   }
+}
+
+/** Each option's check and default, every option of O and no other (compiled); checks run in this order, each given the values before it. */
+export type Table<O, P> = { readonly [K in keyof O & keyof P]-?: readonly [Check<P[K], P>, P[K]] }
+
+/** `base` with the defined values of `opts` checked by the checks of `table`, frozen. */
+export function apply<P extends object> (base: P, opts: object, table: object, fail: Fail): P {
+  const params = { ...base } as Record<string, unknown>
+  for (const [key, [check]] of Object.entries(table) as Array<[string, [Check<unknown, P>]]>) {
+    const value: unknown = (opts as Record<string, unknown>)[key]
+    if (value !== undefined) params[key] = check(value, key, fail, params as P)
+  }
+  return Object.freeze(params as P)
+}
+
+/** An object of the options of `table` (keys in `ignored` aside) checked over its defaults and `base`; throws naming the option. */
+export function checkOptions<P extends object> (opts: unknown, table: object, fail: Fail, base: object = {}, ignored: readonly string[] = []): P {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw fail('options', `expected an object, got ${describe(opts)}`)
+  const keys = Object.keys(table)
+  const unknown = Object.keys(opts).find((key) => !keys.includes(key) && !ignored.includes(key))
+  if (unknown !== undefined) throw fail(unknown, unknownKey(unknown, keys))
+  const defaults = Object.fromEntries(Object.entries(table).map(([key, [, value]]) => [key, value]))
+  return apply({ ...defaults, ...base } as P, opts, table, fail)
 }
 
 /** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */

@@ -4,6 +4,7 @@ import digestFields = require('../../lib/index')
 import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/plugin-options'
 
 const bad: Array<[string, unknown, RegExp]> = [
+  ['an array', [], /"options": expected an object, got an array/],
   ['algorithms not an array', { algorithms: 'sha-256' }, /"algorithms": expected a non-empty array/],
   ['algorithms empty', { algorithms: [] }, /"algorithms": expected a non-empty array/],
   ['unknown algorithm', { algorithms: ['sha-256', 'md4'] }, /"algorithms": unknown algorithm "md4"/],
