@@ -69,16 +69,11 @@ function badResult ({ results }: FieldVerification): AlgorithmResult | undefined
   return results.find((r) => r.outcome === 'invalid-length') ?? results.find((r) => r.outcome === 'mismatched')
 }
 
-type Reading = ClientParams['reprDigest']
-
-/** What a field is the digest of: the bytes as received ('coded'), decoded, or either (docs/design.md, "The client"). */
-function readingOf (field: DigestFieldName, coded: boolean, reprDigest: Reading): Reading {
-  if (!coded || field === 'Content-Digest') return 'coded'
-  return field === 'Repr-Digest' ? reprDigest : 'decoded'
-}
+/** A digest field received, and what it is the digest of: the bytes as received ('coded'), decoded, or either. */
+interface Received { field: DigestFieldName, digests: DigestMap, reading: ClientParams['reprDigest'] }
 
 export class ResponseCheck {
-  readonly #received: Array<{ field: DigestFieldName, digests: DigestMap }> = []
+  readonly #received: Received[] = []
   readonly #errors: DigestClientError[] = []
   readonly #fields: readonly DigestFieldName[] // the fields checked on this response
   readonly #coding: string | null // a content coding, one not decoded here included
@@ -104,8 +99,8 @@ export class ResponseCheck {
     if (status === 304) return
     // The coded and the decoded bytes, each hashed for the fields not of the other only; for all if trailers may add fields.
     const coded = this.#coding !== null
-    const pick = (other: Reading): DigestAlgorithm[] => params.algorithms.filter((a) => this.#trailerFields ||
-      this.#received.some(({ field, digests }) => digests.has(a) && readingOf(field, coded, params.reprDigest) !== other))
+    const pick = (other: Received['reading']): DigestAlgorithm[] => params.algorithms.filter((a) => this.#trailerFields ||
+      this.#received.some(({ digests, reading }) => digests.has(a) && reading !== other))
     const received = pick('decoded')
     const decoded = coded && ofRepr ? pick('coded') : []
     if (received.length > 0) this.#hasher = new MultiDigester(received)
@@ -120,7 +115,9 @@ export class ResponseCheck {
     for (const field of this.#fields) {
       try {
         const digests = parseDigestField(responseField(fields, field.toLowerCase()), field)
-        if (digests !== null) this.#received.push({ field, digests })
+        // docs/design.md, "The client": Content-Digest is of the bytes received, Repr-Digest as reprDigest says.
+        const reading = this.#coding === null || field === 'Content-Digest' ? 'coded' : field === 'Repr-Digest' ? this.params.reprDigest : 'decoded'
+        if (digests !== null) this.#received.push({ field, digests, reading })
       } catch (err) {
         this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
       }
@@ -156,16 +153,16 @@ export class ResponseCheck {
     if (this.status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
     let verified = false
     let notChecked: DigestClientError | null = null
-    for (const { field, digests } of this.#received) {
-      const verification = this.#verify(field, digests, coded, decoded)
+    for (const received of this.#received) {
+      const verification = this.#verify(received, coded, decoded)
       const bad = badResult(verification)
-      if (undecoded !== null && bad?.outcome === 'mismatched' && readingOf(field, true, this.params.reprDigest) !== 'coded') {
+      if (undecoded !== null && bad?.outcome === 'mismatched' && received.reading !== 'coded') {
         // Not the coded bytes' digest; maybe the decoded ones', unknown here.
-        notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
+        notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', received.field, bad.algorithm, undecoded)
         continue
       }
       const code = bad?.outcome === 'invalid-length' ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH'
-      if (bad !== undefined) return clientError(code, field, bad.algorithm)
+      if (bad !== undefined) return clientError(code, received.field, bad.algorithm)
       verified ||= verification.ok
     }
     const refusal = refusalOf(this.status, this.request, this.#problem, this.#coding)
@@ -174,9 +171,8 @@ export class ResponseCheck {
   }
 
   /** One field against the readings it may be of: the second, if any, when the first does not match. */
-  #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
+  #verify ({ field, digests, reading }: Received, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
     const enabled = this.params.algorithms
-    const reading = readingOf(field, this.#coding !== null, this.params.reprDigest)
     const verification = verifyDigests(field, digests, reading === 'decoded' ? decoded ?? UNKNOWN : coded, enabled)
     if (reading !== 'either' || verification.ok || decoded === null) return verification
     const other = verifyDigests(field, digests, decoded, enabled)
