@@ -49,18 +49,12 @@ export function describe (value: unknown): string {
 
 /** The enabled algorithms: a non-empty list of registry keys without repeats. */
 export const checkAlgorithms: Check<readonly DigestAlgorithm[]> = (value, name, fail) => {
-  if (!Array.isArray(value) || value.length === 0) {
-    throw fail(name, `expected a non-empty array of algorithm keys, got ${describe(value)}`)
-  }
-  const seen = new Set<DigestAlgorithm>()
-  for (const key of value) {
-    if (!ALGORITHMS.has(key)) {
-      throw fail(name, `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
-    }
-    if (seen.has(key)) throw fail(name, `${describe(key)} is listed twice`)
-    seen.add(key)
-  }
-  return Object.freeze([...seen])
+  if (!Array.isArray(value) || value.length === 0) throw fail(name, `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+  value.forEach((key, i) => {
+    if (!ALGORITHMS.has(key)) throw fail(name, `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
+    if (value.indexOf(key) !== i) throw fail(name, `${describe(key)} is listed twice`)
+  })
+  return Object.freeze([...value])
 }
 
 export const checkBoolean: Check<boolean> = (value, name, fail) => {
@@ -121,23 +115,17 @@ export function unknownKey (key: string, valid: readonly string[], kind = 'optio
 
 /** Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps (`verfiy`) cost 1. */
 export function editDistance (a: string, b: string): number {
-  // Rows i - 2, i - 1 and i of the (a.length + 1) × (b.length + 1) table.
-  let before: number[] = []
-  let previous: number[] = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)
-      let best = Math.min((previous[j] as number) + 1, (row[j - 1] as number) + 1, substitution)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        best = Math.min(best, (before[j - 2] as number) + 1)
-      }
-      row.push(best)
+  // The (a.length + 1) × (b.length + 1) table, row by row: at(i, j) is the distance of a's first i and b's first j characters.
+  const table: number[] = []
+  const at = (i: number, j: number): number => table[i * (b.length + 1) + j] as number
+  for (let i = 0; i <= a.length; i++) {
+    for (let j = 0; j <= b.length; j++) {
+      let best = i === 0 || j === 0 ? i + j : Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1)
+      table.push(best)
     }
-    before = previous
-    previous = row
   }
-  return previous[b.length] as number
+  return at(a.length, b.length)
 }
 
 /** The candidate nearest to `key` ignoring case, if at most a third of the longer length (at least 1) is edited; ties: the first. */
