@@ -22,10 +22,10 @@ const checkReading = oneOf<ClientParams['reprDigest']>('either', 'decoded', 'cod
 function wantValue (value: unknown, name: string, enabled: readonly DigestAlgorithm[]): string {
   const list: unknown[] = Array.isArray(value) ? value : [value]
   if (list.length === 0 || list.length > 10) throw fail(name, `expected 1 to 10 algorithms, got ${list.length}`)
-  list.forEach((key, i) => {
+  for (const [i, key] of list.entries()) {
     if (!enabled.includes(key as DigestAlgorithm)) throw fail(name, `expected algorithms among the accepted ones (${enabled.join(', ')}), got ${describe(key)}`)
     if (list.indexOf(key) !== i) throw fail(name, `${describe(key)} is listed twice`)
-  })
+  }
   return serializeWantField(list.map((key, i) => [key as string, 10 - i]))
 }
 

@@ -50,10 +50,10 @@ export function describe (value: unknown): string {
 /** The enabled algorithms: a non-empty list of registry keys without repeats. */
 export const checkAlgorithms: Check<readonly DigestAlgorithm[]> = (value, name, fail) => {
   if (!Array.isArray(value) || value.length === 0) throw fail(name, `expected a non-empty array of algorithm keys, got ${describe(value)}`)
-  value.forEach((key, i) => {
+  for (const [i, key] of value.entries()) {
     if (!ALGORITHMS.has(key)) throw fail(name, `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
     if (value.indexOf(key) !== i) throw fail(name, `${describe(key)} is listed twice`)
-  })
+  }
   return Object.freeze([...value])
 }
 

@@ -16,8 +16,8 @@ const checkUnsolicited: Check<readonly DigestAlgorithm[], DigestParams> = (value
   if (value === false) return Object.freeze([])
   if (value === true) return Object.freeze([algorithms[0] as DigestAlgorithm])
   const list: unknown[] = Array.isArray(value) ? value : [value]
-  const others = list.filter((key) => !algorithms.includes(key as DigestAlgorithm))
-  if (others.length > 0) throw fail(name, `expected true, false, or algorithms among the enabled ones (${algorithms.join(', ')}), got ${describe(others[0])}`)
+  const bad = list.findIndex((key) => !algorithms.includes(key as DigestAlgorithm))
+  if (bad !== -1) throw fail(name, `expected true, false, or algorithms among the enabled ones (${algorithms.join(', ')}), got ${describe(list[bad])}`)
   return Object.freeze(algorithms.filter((a) => list.includes(a)))
 }
 

@@ -55,6 +55,8 @@ test('invalid options are refused once, naming the option', async (t) => {
     [{ want: [] }, /"want": expected 1 to 10 algorithms, got 0/],
     [{ want: ['sha-256', 'sha-256'] }, /"want": "sha-256" is listed twice/],
     [{ want: [1] }, /got number/],
+    [{ want: Object.assign([], { 1: 'sha-256' }) }, /"want": expected algorithms among the accepted ones \(sha-256, sha-512\), got undefined/],
+    [{ algorithms: Object.assign([], { 1: 'sha-256' }) }, /"algorithms": unknown algorithm undefined/],
     [{ want: 5 }, /"want": expected an algorithm, a list of them or \{ content, repr, unencoded \}, got number/],
     [{ want: null }, /"want": expected an algorithm/],
     [{ want: { contents: 'sha-256' } }, /"want.contents": unknown key \(want keys: content, repr, unencoded\)/],
