@@ -56,7 +56,7 @@ const clientOptions: Table<DigestInterceptorOptions, ClientParams> = {
   maxDecodedSize: [checkCount('bytes'), defaultMaxDecodedSize]
 }
 
-/** Validate and freeze the options; throws FST_DIGEST_INVALID_OPTION naming the option, or a key that is none. */
+/** Validate and freeze the options (reprDigest defaults to 'coded' under strict); throws FST_DIGEST_INVALID_OPTION naming the option. */
 export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): ClientParams {
   return checkOptions(opts, clientOptions, fail, { reprDigest: opts?.strict === true ? 'coded' : 'either' })
 }
