@@ -65,10 +65,8 @@ export const checkBoolean: Check<boolean> = (value, name, fail) => {
 /** A non-negative integer number of `unit`. */
 export function checkCount (unit: string): Check<number> {
   return (value, name, fail) => {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
-    }
-    return value
+    if (!Number.isSafeInteger(value) || (value as number) < 0) throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
+    return value as number
   }
 }
 
