@@ -122,7 +122,8 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
         // Aborted while hashing (null): passed on as it is, for undici to abort.
         if (body === null) return send(pairs, opts.body)
         // A FormData's Content-Type (with the boundary) replaces any given.
-        const fields: Pairs = body.contentType === null ? pairs : [...pairs.filter(([name]) => name.toLowerCase() !== 'content-type'), ['content-type', body.contentType]]
+        const fields = pairs.filter(([name]) => body.contentType === null || name.toLowerCase() !== 'content-type')
+        if (body.contentType !== null) fields.push(['content-type', body.contentType])
         send([...fields, ['content-digest', body.field]], body.body)
       } catch (err) {
         fail(err as Error)

@@ -69,7 +69,9 @@ function checkArgs (caller: string, algorithm: DigestAlgorithm | readonly Digest
   const algorithms: readonly DigestAlgorithm[] = typeof algorithm === 'string' ? [algorithm] : algorithm
   if (algorithms.length === 0) throw new TypeError(`${caller} needs at least one algorithm`)
   for (const key of algorithms) if (!ALGORITHMS.has(key)) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(key))
-  if (options === null || typeof (options ?? {}) !== 'object') throw new FST_DIGEST_INVALID_OPTION('options', `expected { unencoded }, got ${describe(options)}`)
+  if (options === null || typeof (options ?? {}) !== 'object') {
+    throw new FST_DIGEST_INVALID_OPTION('options', `expected { unencoded }, got ${describe(options)}`)
+  }
   for (const key of Object.keys(options ?? {})) if (key !== 'unencoded') throw new FST_DIGEST_INVALID_OPTION(key, 'unknown option (options: unencoded)')
   const unencoded = options?.unencoded ?? false
   if (typeof unencoded !== 'boolean') throw new FST_DIGEST_INVALID_OPTION('unencoded', `expected a boolean, got ${describe(unencoded)}`)

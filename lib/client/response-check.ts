@@ -115,7 +115,7 @@ export class ResponseCheck {
     for (const field of this.#fields) {
       try {
         const digests = parseDigestField(responseField(fields, field.toLowerCase()), field)
-        // docs/design.md, "The client": Content-Digest is of the bytes received, Repr-Digest as reprDigest says.
+        // A coded response's Content-Digest is of the bytes received, Unencoded-Digest of the decoded ones (docs/design.md, "The client").
         const reading = this.#coding === null || field === 'Content-Digest' ? 'coded' : field === 'Repr-Digest' ? this.params.reprDigest : 'decoded'
         if (digests !== null) this.#received.push({ field, digests, reading })
       } catch (err) {

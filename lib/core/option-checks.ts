@@ -31,7 +31,6 @@ export interface DigestParams {
   readonly onDigestFields: DigestFieldsHook | null
 }
 
-/** Builds the error for option `name` with `reason`. */
 export type Fail = (name: string, reason: string) => Error
 
 /** A check of one option's value (never undefined); `context` is what the option may depend on. */
