@@ -5,44 +5,43 @@ import type { DigestClientError } from '../../types/client'
 import type { ClientParams } from './interceptor'
 import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './response-check'
 
-type Controller = Dispatcher.DispatchController & { rawHeaders?: unknown, rawTrailers?: unknown }
+type Controller = Dispatcher.DispatchController
 type Handler = Dispatcher.DispatchHandler
 
 /** The controller above while a side decoder runs: resumed only when neither pauses it (as undici's decompress). */
-export class SharedController {
-  readonly #real: Controller
+export class SharedController implements Controller {
   #paused = false
   #held = false
 
-  constructor (real: Controller) { this.#real = real }
+  constructor (private readonly real: Controller) {}
 
-  get aborted (): boolean { return this.#real.aborted }
-  get reason (): Error | null { return this.#real.reason }
+  get aborted (): boolean { return this.real.aborted }
+  get reason (): Error | null { return this.real.reason }
   get paused (): boolean { return this.#paused }
-  get rawHeaders (): unknown { return this.#real.rawHeaders }
-  get rawTrailers (): unknown { return this.#real.rawTrailers }
-  abort (reason: Error): void { this.#real.abort(reason) }
+  get rawHeaders (): Controller['rawHeaders'] { return this.real.rawHeaders }
+  get rawTrailers (): Controller['rawTrailers'] { return this.real.rawTrailers }
+  abort (reason: Error): void { this.real.abort(reason) }
 
   pause (): void {
     this.#paused = true
-    this.#real.pause()
+    this.real.pause()
   }
 
   resume (): void {
     this.#paused = false
-    if (!this.#held) this.#real.resume()
+    if (!this.#held) this.real.resume()
   }
 
   /** The side decoder's queue is full; `release` (bound: the decoder's `next`) once it takes more (or has stopped). */
   hold (): void {
     this.#held = true
-    this.#real.pause()
+    this.real.pause()
   }
 
   readonly release = (): void => {
     if (!this.#held) return
     this.#held = false
-    if (!this.#paused) this.#real.resume()
+    if (!this.#paused) this.real.resume()
   }
 }
 
@@ -55,62 +54,49 @@ function trailersOf (controller: Controller, trailers: ResponseHeaders): Respons
 }
 
 export class DigestHandler implements Handler {
-  readonly #handler: Handler
-  readonly #params: ClientParams
-  readonly #request: RequestFacts
   #check: ResponseCheck | null = null
-  #failed = false // the head failed: nothing more is passed on
+  #failed: DigestClientError | null = null // why the head failed: nothing more is passed on
   #shared: SharedController | null = null // the controller above while a side decoder runs
 
-  constructor (handler: Handler, params: ClientParams, request: RequestFacts) {
-    this.#handler = handler
-    this.#params = params
-    this.#request = request
-  }
+  constructor (private readonly handler: Handler, private readonly params: ClientParams, private readonly request: RequestFacts) {}
 
-  onRequestStart (controller: Controller, context: unknown): void { this.#handler.onRequestStart?.(controller, context) }
-  onResponseStarted (): void { (this.#handler as { onResponseStarted?: () => void }).onResponseStarted?.() }
+  onRequestStart (controller: Controller, context: unknown): void { this.handler.onRequestStart?.(controller, context) }
+  onResponseStarted (): void { (this.handler as { onResponseStarted?: () => void }).onResponseStarted?.() }
   onRequestUpgrade (controller: Controller, statusCode: number, headers: ResponseHeaders, socket: unknown): void {
-    this.#handler.onRequestUpgrade?.(controller, statusCode, headers as never, socket as never)
+    this.handler.onRequestUpgrade?.(controller, statusCode, headers as never, socket as never)
   }
 
   onResponseStart (controller: Controller, statusCode: number, headers: ResponseHeaders, statusMessage?: string): void {
-    const check = new ResponseCheck(this.#params, this.#request, statusCode, headers)
+    const check = new ResponseCheck(this.params, this.request, statusCode, headers)
     // No content follows (nor runs a side decoder): decided now, and the head itself fails.
-    if (check.empty) {
-      check.finish({}, (err) => {
-        this.#failed = err !== null
-        if (err !== null) this.#handler.onResponseError?.(controller, err)
-      })
-      if (this.#failed) return
-    } else this.#check = check
+    if (check.empty) check.finish({}, (err) => { this.#failed = err })
+    else this.#check = check
+    if (this.#failed !== null) return this.handler.onResponseError?.(controller, this.#failed)
     if (check.decodes) this.#shared = new SharedController(controller)
-    this.#handler.onResponseStart?.(this.#above(controller), statusCode, headers as never, statusMessage)
+    this.handler.onResponseStart?.(this.#shared ?? controller, statusCode, headers as never, statusMessage)
   }
 
-  #above (controller: Controller): Controller { return (this.#shared as unknown as Controller | null) ?? controller }
-
   onResponseData (controller: Controller, chunk: Buffer): void {
-    if (this.#failed) return
+    if (this.#failed !== null) return
     if (this.#check?.update(chunk, this.#shared?.release ?? null) === false) (this.#shared as SharedController).hold()
-    this.#handler.onResponseData?.(this.#above(controller), chunk)
+    this.handler.onResponseData?.(this.#shared ?? controller, chunk)
   }
 
   onResponseEnd (controller: Controller, trailers: ResponseHeaders): void {
-    if (this.#failed) return
+    if (this.#failed !== null) return
     const received = trailersOf(controller, trailers)
-    const above = this.#above(controller)
-    if (this.#check === null) return this.#handler.onResponseEnd?.(above, received as never)
+    const above = this.#shared ?? controller
+    if (this.#check === null) return this.handler.onResponseEnd?.(above, received as never)
     this.#check.finish(received, (err: DigestClientError | null) => {
-      if (err === null) return this.#handler.onResponseEnd?.(above, received as never)
+      if (err === null) return this.handler.onResponseEnd?.(above, received as never)
       // A macrotask later: raised in the tick that ends a body read in one go
       // (lib/core/request.js:333, onComplete), the error is missed by fetch(), which hangs.
-      setImmediate(() => this.#handler.onResponseError?.(above, err))
+      setImmediate(() => this.handler.onResponseError?.(above, err))
     })
   }
 
   onResponseError (controller: Controller, err: Error): void {
     this.#check?.destroy()
-    if (!this.#failed) this.#handler.onResponseError?.(this.#above(controller), err)
+    if (this.#failed === null) this.handler.onResponseError?.(this.#shared ?? controller, err)
   }
 }

@@ -48,7 +48,7 @@ export function knownBytes (body: unknown): Uint8Array | string | null {
 }
 
 /** A Blob or FormData body once hashed: the Blob to send, the Content-Type to send (a FormData's) or null, the field. */
-export interface PreparedBody { body: Blob, contentType: string | null, field: string }
+interface PreparedBody { body: Blob, contentType: string | null, field: string }
 
 /** For a Blob or FormData, what to send, or null once `stop` (the AbortSignal) aborted; null for any other body. */
 export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null): Promise<PreparedBody | null> | null {
@@ -69,7 +69,7 @@ function checkArgs (caller: string, algorithm: DigestAlgorithm | readonly Digest
   const algorithms: readonly DigestAlgorithm[] = typeof algorithm === 'string' ? [algorithm] : algorithm
   if (algorithms.length === 0) throw new TypeError(`${caller} needs at least one algorithm`)
   for (const key of algorithms) if (!ALGORITHMS.has(key)) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(key))
-  if (options !== undefined && (options === null || typeof options !== 'object')) {
+  if (options === null || typeof (options ?? {}) !== 'object') {
     throw new FST_DIGEST_INVALID_OPTION('options', `expected { unencoded }, got ${describe(options)}`)
   }
   for (const key of Object.keys(options ?? {})) if (key !== 'unencoded') throw new FST_DIGEST_INVALID_OPTION(key, 'unknown option (options: unencoded)')

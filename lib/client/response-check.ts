@@ -69,20 +69,11 @@ function badResult ({ results }: FieldVerification): AlgorithmResult | undefined
   return results.find((r) => r.outcome === 'invalid-length') ?? results.find((r) => r.outcome === 'mismatched')
 }
 
-type Reading = 'coded' | 'decoded'
-const READINGS: Readonly<Record<ClientParams['reprDigest'], readonly Reading[]>> = { coded: ['coded'], decoded: ['decoded'], either: ['coded', 'decoded'] }
-
-/** What a field is the digest of, in order: the bytes as received or decoded (docs/design.md, "The client"). */
-function readingsOf (field: DigestFieldName, coded: boolean, reprDigest: ClientParams['reprDigest']): readonly Reading[] {
-  if (!coded || field === 'Content-Digest') return READINGS.coded
-  return READINGS[field === 'Repr-Digest' ? reprDigest : 'decoded']
-}
+/** A digest field received, and what it is the digest of: the bytes as received ('coded'), decoded, or either. */
+interface Received { field: DigestFieldName, digests: DigestMap, reading: ClientParams['reprDigest'] }
 
 export class ResponseCheck {
-  readonly #params: ClientParams
-  readonly #request: RequestFacts
-  readonly #status: number
-  readonly #received: Array<{ field: DigestFieldName, digests: DigestMap }> = []
+  readonly #received: Received[] = []
   readonly #errors: DigestClientError[] = []
   readonly #fields: readonly DigestFieldName[] // the fields checked on this response
   readonly #coding: string | null // a content coding, one not decoded here included
@@ -93,10 +84,7 @@ export class ResponseCheck {
   #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
 
-  constructor (params: ClientParams, request: RequestFacts, status: number, headers: ResponseHeaders) {
-    this.#params = params
-    this.#request = request
-    this.#status = status
+  constructor (private readonly params: ClientParams, private readonly request: RequestFacts, private readonly status: number, headers: ResponseHeaders) {
     const head = request.method === 'HEAD'
     this.empty = head || status === 204 || status === 304
     const ofRepr = !head && ![204, 206, 304].includes(status)
@@ -109,12 +97,12 @@ export class ResponseCheck {
     const type = responseField(headers, 'content-type')
     if (status >= 400 && type?.trim().toLowerCase().startsWith('application/problem+json') === true) this.#problem = Buffer.alloc(0)
     if (status === 304) return
-    // Each reading hashed for the algorithms of the fields of it; for every one if trailers may add fields.
+    // The coded and the decoded bytes, each hashed for the fields not of the other only; for all if trailers may add fields.
     const coded = this.#coding !== null
-    const pick = (reading: Reading): DigestAlgorithm[] => params.algorithms.filter((a) => this.#trailerFields ||
-      this.#received.some(({ field, digests }) => digests.has(a) && readingsOf(field, coded, params.reprDigest).includes(reading)))
-    const received = pick('coded')
-    const decoded = coded && ofRepr ? pick('decoded') : []
+    const pick = (other: Received['reading']): DigestAlgorithm[] => params.algorithms.filter((a) => this.#trailerFields ||
+      this.#received.some(({ digests, reading }) => digests.has(a) && reading !== other))
+    const received = pick('decoded')
+    const decoded = coded && ofRepr ? pick('coded') : []
     if (received.length > 0) this.#hasher = new MultiDigester(received)
     if (decoded.length === 0) return
     const stages = createContentDecoders(this.#coding as string, PROFILE)
@@ -127,7 +115,9 @@ export class ResponseCheck {
     for (const field of this.#fields) {
       try {
         const digests = parseDigestField(responseField(fields, field.toLowerCase()), field)
-        if (digests !== null) this.#received.push({ field, digests })
+        // A coded response's Content-Digest is of the bytes received, Unencoded-Digest of the decoded ones (docs/design.md, "The client").
+        const reading = this.#coding === null || field === 'Content-Digest' ? 'coded' : field === 'Repr-Digest' ? this.params.reprDigest : 'decoded'
+        if (digests !== null) this.#received.push({ field, digests, reading })
       } catch (err) {
         this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
       }
@@ -155,37 +145,36 @@ export class ResponseCheck {
     const decoder = this.#decoder
     if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
     decoder.end(() => done(this.#verdict(coded, decoder.digests,
-      decoder.failure === 'too-large' ? `the decoded content exceeds maxDecodedSize (${this.#params.maxDecodedSize} bytes)` : null)))
+      decoder.failure === 'too-large' ? `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)` : null)))
   }
 
   /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
   #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): DigestClientError | null {
-    if (this.#status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
+    if (this.status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
     let verified = false
     let notChecked: DigestClientError | null = null
-    for (const { field, digests } of this.#received) {
-      const verification = this.#verify(field, digests, coded, decoded)
+    for (const received of this.#received) {
+      const verification = this.#verify(received, coded, decoded)
       const bad = badResult(verification)
-      if (undecoded !== null && bad?.outcome === 'mismatched' && readingsOf(field, true, this.#params.reprDigest).includes('decoded')) {
+      if (undecoded !== null && bad?.outcome === 'mismatched' && received.reading !== 'coded') {
         // Not the coded bytes' digest; maybe the decoded ones', unknown here.
-        notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
+        notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', received.field, bad.algorithm, undecoded)
         continue
       }
       const code = bad?.outcome === 'invalid-length' ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH'
-      if (bad !== undefined) return clientError(code, field, bad.algorithm)
+      if (bad !== undefined) return clientError(code, received.field, bad.algorithm)
       verified ||= verification.ok
     }
-    const refusal = refusalOf(this.#status, this.#request, this.#problem, this.#coding)
-    if (refusal !== null || verified || this.#params.verify !== 'required' || this.#status === 204) return refusal
-    return notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.#params.algorithms.join(', '))
+    const refusal = refusalOf(this.status, this.request, this.#problem, this.#coding)
+    if (refusal !== null || verified || this.params.verify !== 'required' || this.status === 204) return refusal
+    return notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.params.algorithms.join(', '))
   }
 
   /** One field against the readings it may be of: the second, if any, when the first does not match. */
-  #verify (field: DigestFieldName, digests: DigestMap, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
-    const enabled = this.#params.algorithms
-    const [first, second] = readingsOf(field, this.#coding !== null, this.#params.reprDigest)
-    const verification = verifyDigests(field, digests, first === 'coded' ? coded : decoded ?? UNKNOWN, enabled)
-    if (second === undefined || verification.ok || decoded === null) return verification
+  #verify ({ field, digests, reading }: Received, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
+    const enabled = this.params.algorithms
+    const verification = verifyDigests(field, digests, reading === 'decoded' ? decoded ?? UNKNOWN : coded, enabled)
+    if (reading !== 'either' || verification.ok || decoded === null) return verification
     const other = verifyDigests(field, digests, decoded, enabled)
     return other.ok || badResult(verification) === undefined ? other : verification
   }

@@ -31,7 +31,6 @@ export interface DigestParams {
   readonly onDigestFields: DigestFieldsHook | null
 }
 
-/** Builds the error for option `name` with `reason`. */
 export type Fail = (name: string, reason: string) => Error
 
 /** A check of one option's value (never undefined); `context` is what the option may depend on. */
@@ -47,21 +46,14 @@ export function describe (value: unknown): string {
   return value === null ? 'null' : typeof value
 }
 
-/** The enabled algorithms: a non-empty list of registry keys without repeats (default: sha-256, sha-512). */
-export function checkAlgorithms (value: unknown, fail: Fail): readonly DigestAlgorithm[] {
-  if (value === undefined) return defaultAlgorithms
-  if (!Array.isArray(value) || value.length === 0) {
-    throw fail('algorithms', `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+/** The enabled algorithms: a non-empty list of registry keys without repeats. */
+export const checkAlgorithms: Check<readonly DigestAlgorithm[]> = (value, name, fail) => {
+  if (!Array.isArray(value) || value.length === 0) throw fail(name, `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+  for (const [i, key] of value.entries()) {
+    if (!ALGORITHMS.has(key)) throw fail(name, `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
+    if (value.indexOf(key) !== i) throw fail(name, `${describe(key)} is listed twice`)
   }
-  const seen = new Set<DigestAlgorithm>()
-  for (const key of value) {
-    if (!ALGORITHMS.has(key)) {
-      throw fail('algorithms', `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
-    }
-    if (seen.has(key)) throw fail('algorithms', `${describe(key)} is listed twice`)
-    seen.add(key)
-  }
-  return Object.freeze([...seen])
+  return Object.freeze([...value])
 }
 
 export const checkBoolean: Check<boolean> = (value, name, fail) => {
@@ -72,10 +64,8 @@ export const checkBoolean: Check<boolean> = (value, name, fail) => {
 /** A non-negative integer number of `unit`. */
 export function checkCount (unit: string): Check<number> {
   return (value, name, fail) => {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
-    }
-    return value
+    if (!Number.isSafeInteger(value) || (value as number) < 0) throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
+    return value as number
   }
 }
 
@@ -89,6 +79,29 @@ export function oneOf<T> (...values: T[]): Check<T> {
   }
 }
 
+/** Each option's check and default, every option of O and no other (compiled); checks run in this order, each given the values before it. */
+export type Table<O, P> = { readonly [K in keyof O & keyof P]-?: readonly [Check<P[K], P>, P[K]] }
+
+/** `base` with the defined values of `opts` checked by the checks of `table`, frozen. */
+export function apply<P extends object> (base: P, opts: object, table: object, fail: Fail): P {
+  const params = { ...base } as Record<string, unknown>
+  for (const [key, [check]] of Object.entries(table) as Array<[string, [Check<unknown, P>]]>) {
+    const value: unknown = (opts as Record<string, unknown>)[key]
+    if (value !== undefined) params[key] = check(value, key, fail, params as P)
+  }
+  return Object.freeze(params as P)
+}
+
+/** An object of the options of `table` (keys in `ignored` aside) checked over its defaults and `base`; throws naming the option. */
+export function checkOptions<P extends object> (opts: unknown, table: object, fail: Fail, base: object = {}, ignored: readonly string[] = []): P {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw fail('options', `expected an object, got ${describe(opts)}`)
+  const keys = Object.keys(table)
+  const unknown = Object.keys(opts).find((key) => !keys.includes(key) && !ignored.includes(key))
+  if (unknown !== undefined) throw fail(unknown, unknownKey(unknown, keys))
+  const defaults = Object.fromEntries(Object.entries(table).map(([key, [, value]]) => [key, value]))
+  return apply({ ...defaults, ...base } as P, opts, table, fail)
+}
+
 /** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
 export function unknownKey (key: string, valid: readonly string[], kind = 'options'): string {
   const nearest = nearestKey(key, valid)
@@ -99,23 +112,17 @@ export function unknownKey (key: string, valid: readonly string[], kind = 'optio
 
 /** Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps (`verfiy`) cost 1. */
 export function editDistance (a: string, b: string): number {
-  // Rows i - 2, i - 1 and i of the (a.length + 1) × (b.length + 1) table.
-  let before: number[] = []
-  let previous: number[] = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)
-      let best = Math.min((previous[j] as number) + 1, (row[j - 1] as number) + 1, substitution)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        best = Math.min(best, (before[j - 2] as number) + 1)
-      }
-      row.push(best)
+  // The (a.length + 1) × (b.length + 1) table, row by row: at(i, j) is the distance of a's first i and b's first j characters.
+  const table: number[] = []
+  const at = (i: number, j: number): number => table[i * (b.length + 1) + j] as number
+  for (let i = 0; i <= a.length; i++) {
+    for (let j = 0; j <= b.length; j++) {
+      let best = i === 0 || j === 0 ? i + j : Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1)
+      table.push(best)
     }
-    before = previous
-    previous = row
   }
-  return previous[b.length] as number
+  return at(a.length, b.length)
 }
 
 /** The candidate nearest to `key` ignoring case, if at most a third of the longer length (at least 1) is edited; ties: the first. */

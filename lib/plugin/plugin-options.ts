@@ -3,7 +3,7 @@
 import type { RegisterOptions } from 'fastify'
 import type { DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions, VerifyPolicy } from '../../types/index'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from '../core/errors'
-import { checkAlgorithms, checkBoolean, checkCount, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type DigestParams, type Fail } from '../core/option-checks'
+import { apply, checkAlgorithms, checkBoolean, checkCount, checkOptions, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type DigestParams, type Fail, type Table } from '../core/option-checks'
 import { SF_KEY } from '../core/fields'
 import { heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
 
@@ -16,11 +16,8 @@ const checkUnsolicited: Check<readonly DigestAlgorithm[], DigestParams> = (value
   if (value === false) return Object.freeze([])
   if (value === true) return Object.freeze([algorithms[0] as DigestAlgorithm])
   const list: unknown[] = Array.isArray(value) ? value : [value]
-  for (const key of list) {
-    if (!algorithms.includes(key as DigestAlgorithm)) {
-      throw fail(name, `expected true, false, or algorithms among the enabled ones (${algorithms.join(', ')}), got ${describe(key)}`)
-    }
-  }
+  const bad = list.findIndex((key) => !algorithms.includes(key as DigestAlgorithm))
+  if (bad !== -1) throw fail(name, `expected true, false, or algorithms among the enabled ones (${algorithms.join(', ')}), got ${describe(list[bad])}`)
   return Object.freeze(algorithms.filter((a) => list.includes(a)))
 }
 
@@ -77,12 +74,8 @@ const checkHook: Check<DigestFieldsHook> = (value, name, fail) => {
   return value as DigestFieldsHook
 }
 
-// Every plugin option and no other (compiled), its check and default; checks run in table
-// order, each with the values before it as context.
-type Defaults<O> = { readonly [K in keyof O & keyof DigestParams]-?: readonly [Check<DigestParams[K], DigestParams>, DigestParams[K]] }
-
-const pluginOptions: Defaults<FastifyDigestFieldsOptions> = {
-  algorithms: [(value, _, fail) => checkAlgorithms(value, fail), defaultAlgorithms],
+const pluginOptions: Table<FastifyDigestFieldsOptions, DigestParams> = {
+  algorithms: [checkAlgorithms, defaultAlgorithms],
   contentDigest: [checkUnsolicited, []],
   reprDigest: [checkUnsolicited, []],
   verify: [oneOf<VerifyPolicy>('if-present', 'required', false), 'if-present'],
@@ -102,37 +95,20 @@ const pluginOptions: Defaults<FastifyDigestFieldsOptions> = {
 }
 
 const pluginKeys = Object.keys(pluginOptions)
-const pluginChecks = Object.fromEntries(pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][0]]))
-const defaults = Object.fromEntries([['live', null], ...pluginKeys.map((key) => [key, pluginOptions[key as keyof typeof pluginOptions][1]])]) as DigestParams
 
 // The `digest` route option: plugin options checked as there, and `live`.
 const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
   'maxBufferSize', 'conditional', 'trailers', 'legacyDigest', 'onDigestFields', 'live', 'integritySignature']
-const routeChecks = Object.fromEntries(routeKeys.map((key) => [key, key === 'live' ? checkBoolean : pluginChecks[key]]))
+const routeOptions = Object.fromEntries(routeKeys.map((key) => [key, key === 'live' ? [checkBoolean] : pluginOptions[key]]))
 
 // fastify passes its register options to every plugin (fastify docs/Reference/Plugins.md, "Plugin Options"): ignored.
 const registerKeys: ReadonlyArray<keyof RegisterOptions> = ['prefix', 'logLevel', 'logSerializers']
-
-/** `base` with the defined values of `opts` checked by `checks`, frozen. */
-function apply (base: DigestParams, opts: object, checks: object, fail: Fail): DigestParams {
-  const params: Record<string, unknown> = { ...base }
-  for (const [key, check] of Object.entries(checks) as Array<[string, Check<unknown, DigestParams>]>) {
-    const value: unknown = (opts as Record<string, unknown>)[key]
-    if (value !== undefined) params[key] = check(value, key, fail, params as unknown as DigestParams)
-  }
-  return Object.freeze(params as unknown as DigestParams)
-}
 
 const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, reason)
 
 /** Validate the plugin options; throws FST_DIGEST_INVALID_OPTION naming the option, or a key that is none. */
 export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): DigestParams {
-  if (opts === null || typeof opts !== 'object') {
-    throw pluginFail('options', `expected an object, got ${describe(opts)}`)
-  }
-  const unknown = Object.keys(opts).find((key) => !pluginKeys.includes(key) && !registerKeys.includes(key as never))
-  if (unknown !== undefined) throw pluginFail(unknown, unknownKey(unknown, pluginKeys))
-  const params = apply(defaults, opts, pluginChecks, pluginFail)
+  const params = checkOptions<DigestParams>(opts, pluginOptions, pluginFail, { live: null }, registerKeys)
   // What is hashed in the background, and sidecars (each checked in the background), is kept in the file cache.
   if (params.fileCacheSize === 0 && (params.fileHashing === 'background' || params.fileSidecars)) {
     throw pluginFail(params.fileSidecars ? 'fileSidecars' : 'fileHashing', 'needs the file cache (fileCacheSize above 0): what is hashed in the background is kept there')
@@ -154,5 +130,5 @@ export function normalizeRouteOptions (global: DigestParams, value: unknown, met
       ? `not a route-level option (route options: ${routeKeys.join(', ')})`
       : unknownKey(unknown, routeKeys, 'route options'))
   }
-  return apply(global, value, routeChecks, fail)
+  return apply(global, value, routeOptions, fail)
 }

@@ -4,10 +4,12 @@ import digestFields = require('../../lib/index')
 import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/plugin-options'
 
 const bad: Array<[string, unknown, RegExp]> = [
+  ['an array', [], /"options": expected an object, got an array/],
   ['algorithms not an array', { algorithms: 'sha-256' }, /"algorithms": expected a non-empty array/],
   ['algorithms empty', { algorithms: [] }, /"algorithms": expected a non-empty array/],
   ['unknown algorithm', { algorithms: ['sha-256', 'md4'] }, /"algorithms": unknown algorithm "md4"/],
   ['uppercase algorithm', { algorithms: ['SHA-256'] }, /"algorithms": unknown algorithm "SHA-256"/],
+  ['a hole in a list', { contentDigest: Object.assign([], { 1: 'sha-256' }) }, /"contentDigest": expected true, false, or algorithms among the enabled ones \(sha-256, sha-512\), got undefined/],
   ['duplicate algorithm', { algorithms: ['sha-256', 'sha-256'] }, /"algorithms": "sha-256" is listed twice/],
   ['contentDigest not enabled', { contentDigest: 'md5' }, /"contentDigest": expected true, false, or algorithms among the enabled ones \(sha-256, sha-512\), got "md5"/],
   ['reprDigest wrong type', { reprDigest: 1 }, /"reprDigest": .*got number/],
