@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestResults } from '../../core/digest-stream'
 import { digestFieldOf, serializeSelected } from '../../core/fields'
-import { getDeclared, getDeclaredUnencoded } from './declared'
+import { getDeclared } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
@@ -59,14 +59,14 @@ function withDeclared (
 
 /** Representation digests for `algs`: declared ones (reply.setReprDigest) first, then computed ones. */
 export function reprDigests (reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]): DigestResults | null {
-  return withDeclared(getDeclared(reply), computed, algs)
+  return withDeclared(getDeclared(reply)?.repr ?? null, computed, algs)
 }
 
 /** Unencoded-Digest's: setUnencodedDigest()'s; then, when the route coded nothing itself (never decoded), setReprDigest()'s and `identity`. */
 export function unencodedDigests (reply: FastifyReply, state: ResponseState, identity: DigestResults | null): DigestResults | null {
   const algs = state.plan.unencoded
   const computed = state.identityUncoded ? reprDigests(reply, identity, algs) : null
-  return withDeclared(getDeclaredUnencoded(reply), computed, algs)
+  return withDeclared(getDeclared(reply)?.unencoded ?? null, computed, algs)
 }
 
 /**

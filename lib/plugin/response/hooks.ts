@@ -114,7 +114,7 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   if (plan.transport === 'declared') {
     // No content: Repr-Digest and Unencoded-Digest only when declared.
     const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
-    writeFields(reply, null, serializeSelected(getDeclared(reply), plan.repr, plan.mode.strict), unencoded)
+    writeFields(reply, null, serializeSelected(getDeclared(reply)?.repr ?? null, plan.repr, plan.mode.strict), unencoded)
     fieldsDone(request, reply, payload, done, params)
     return
   }

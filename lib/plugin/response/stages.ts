@@ -28,35 +28,31 @@ const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Diges
 const AS_TRAILERS = 'clients that send "TE: trailers" get them as trailers'
 const RAISE = 'raise maxBufferSize (plugin or route option) above the'
 const SIGNED = 'a signature covers Unencoded-Digest in the header section'
+const DECLARE = 'declare the digest with reply.setReprDigest() when it is known, or'
+const BUFFER = 'set digest: { live: false } on the route to buffer the stream (up to maxBufferSize)'
 
-function fixOf (reason: OmissionReason, head: boolean, trailers: boolean, signed: boolean): string {
-  const asTrailers = trailers ? AS_TRAILERS : `set the trailers option to true, and ${AS_TRAILERS}`
-  if (reason === 'file-not-hashed') {
-    return 'later responses carry them once the file is hashed; to wait for the hash instead, set fileHashing: \'wait\', or ship checksum files next to the files (fileSidecars)'
+// The warning's why and fix, by reason: of a GET (`$T`: how to get trailers), a signed GET (the signature covers a
+// header), a HEAD (no content to carry trailers, RFC 9110 §9.3.2); the GET's when the same.
+type Omission = Record<'why' | 'fix', string> & Partial<Record<'whyHead' | 'fixSigned' | 'fixHead', string>>
+const OMISSIONS: Record<OmissionReason, Omission> = {
+  'over-max-buffer-size': {
+    why: 'the streamed response is larger than maxBufferSize and goes without trailers',
+    whyHead: 'a HEAD hashes at most maxBufferSize bytes of the streamed representation, and it is larger',
+    fix: `${RAISE} response's size, or $T`,
+    fixSigned: `${RAISE} response's size: ${SIGNED}`,
+    fixHead: `${DECLARE} ${RAISE} representation's size`
+  },
+  'live-stream': {
+    why: 'a live stream is never held back for a digest, and it goes without trailers',
+    whyHead: 'the HEAD of a live stream is answered at once, without reading the stream',
+    fix: `$T; or ${BUFFER} instead`,
+    fixSigned: `${BUFFER}: ${SIGNED}`,
+    fixHead: `${DECLARE} set digest: { live: false } on the route to read the stream (up to maxBufferSize)`
+  },
+  'file-not-hashed': {
+    why: 'the file\'s whole-file digests are not known yet (fileHashing: \'background\' answers without waiting for them)',
+    fix: 'later responses carry them once the file is hashed; to wait for the hash instead, set fileHashing: \'wait\', or ship checksum files next to the files (fileSidecars)'
   }
-  // A HEAD has no content to carry trailers (RFC 9110 §9.3.2), nor a signed response (it covers a header).
-  if (reason === 'over-max-buffer-size') {
-    if (head) return `declare the digest with reply.setReprDigest() when it is known, or ${RAISE} representation's size`
-    return signed ? `${RAISE} response's size: ${SIGNED}` : `${RAISE} response's size, or ${asTrailers}`
-  }
-  if (head) {
-    return 'declare the digest with reply.setReprDigest() when it is known, or set digest: { live: false } on the route to read the stream (up to maxBufferSize)'
-  }
-  return signed
-    ? `set digest: { live: false } on the route to buffer the stream (up to maxBufferSize): ${SIGNED}`
-    : `${asTrailers}; or set digest: { live: false } on the route to buffer the stream (up to maxBufferSize) instead`
-}
-
-function whyOf (reason: OmissionReason, head: boolean): string {
-  if (reason === 'over-max-buffer-size') {
-    return head
-      ? 'a HEAD hashes at most maxBufferSize bytes of the streamed representation, and it is larger'
-      : 'the streamed response is larger than maxBufferSize and goes without trailers'
-  }
-  if (reason === 'file-not-hashed') return 'the file\'s whole-file digests are not known yet (fileHashing: \'background\' answers without waiting for them)'
-  return head
-    ? 'the HEAD of a live stream is answered at once, without reading the stream'
-    : 'a live stream is never held back for a digest, and it goes without trailers'
 }
 
 export class ResponseState {
@@ -103,11 +99,13 @@ export class ResponseState {
     const key = `${reason} ${route}`
     if (this.context.warned.has(key)) return
     this.context.warned.add(key)
+    const text = OMISSIONS[reason]
     const head = request.method === 'HEAD'
-    const fix = fixOf(reason, head, this.params.trailers, fields.includes('Signature'))
+    const asTrailers = this.params.trailers ? AS_TRAILERS : `set the trailers option to true, and ${AS_TRAILERS}`
+    const fix = (head ? text.fixHead : fields.includes('Signature') ? text.fixSigned : undefined) ?? text.fix.replace('$T', asTrailers)
     request.log.warn(
       { route, reason, fields },
-      `fastify-digest-fields: ${fields.join(', ')} not sent on ${route}: ${whyOf(reason, head)}. Fix: ${fix} (logged once per route)`
+      `fastify-digest-fields: ${fields.join(', ')} not sent on ${route}: ${(head ? text.whyHead : undefined) ?? text.why}. Fix: ${fix} (logged once per route)`
     )
   }
 }
