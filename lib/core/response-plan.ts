@@ -22,10 +22,8 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
   return a.length === b.length && a.every((x, i) => x === b[i])
 }
 
-/**
- * The one value of every field when the bytes sent are the uncoded representation: one set of
- * algorithms, written alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3).
- */
+// The one value of every field when the bytes sent are the uncoded representation: one set of
+// algorithms, written alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3).
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
 ): readonly DigestAlgorithm[] | null {
@@ -57,7 +55,7 @@ export const STALE_PROBLEM: Buffer = Buffer.from(JSON.stringify(blankProblem(406
 export type Precondition = ReadonlyMap<DigestAlgorithm, Buffer>
 
 /** The precondition of a GET or HEAD, or null (none, none usable, or unparseable). */
-export function preconditionOf (
+function preconditionOf (
   method: string, header: string | string[] | undefined, algorithms: readonly DigestAlgorithm[]
 ): Precondition | null {
   if (header === undefined || (method !== 'GET' && method !== 'HEAD')) return null
@@ -76,15 +74,8 @@ export function preconditionOf (
   return out.size > 0 ? out : null
 }
 
-/** The algorithm of the 406 response's Repr-Digest: sha-256, else the server's first. */
-export function preconditionAlgorithm (algorithms: readonly DigestAlgorithm[]): DigestAlgorithm {
-  return algorithms.includes('sha-256') ? 'sha-256' : algorithms[0] as DigestAlgorithm
-}
-
-/**
- * Whether a response whose representation has the digests `repr` fails: a member names another
- * value. Only a 2xx stands for the current representation; a member whose digest is unknown decides nothing.
- */
+// Whether a response whose representation has the digests `repr` fails: a member names another
+// value. Only a 2xx stands for the current representation; a member whose digest is unknown decides nothing.
 export function preconditionFails (precondition: Precondition | null, status: number, repr: ReadonlyMap<DigestAlgorithm, Buffer> | null): boolean {
   if (precondition === null || repr === null || status < 200 || status > 299) return false
   for (const [a, expected] of precondition) {
@@ -108,7 +99,6 @@ export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<strin
   return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)
 }
 
-/** The request's method, HTTP version and fields (lowercase names). */
 export interface RequestFacts {
   readonly method: string
   readonly httpVersion: string
@@ -127,9 +117,8 @@ export interface Mode {
   readonly coded: readonly DigestAlgorithm[]
 }
 
-/** The fields a response carries, from the request and the route alone. */
+/** The fields a response carries, from the request and the route alone: each field's algorithms (empty: no field). */
 export interface FieldPlan {
-  /** Each field's algorithms (empty: no field). */
   readonly content: readonly DigestAlgorithm[]
   readonly repr: readonly DigestAlgorithm[]
   readonly unencoded: readonly DigestAlgorithm[]
@@ -151,7 +140,6 @@ export interface FieldPlan {
 
 export interface PayloadFacts {
   readonly kind: 'bytes' | 'none' | 'stream'
-  /** A stream consumed as it arrives (isLiveStream). */
   readonly live: boolean
   readonly status: number
 }
@@ -207,7 +195,8 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
   const unencoded = signatures.length === 0 ? wanted : wanted === params.unencodedDigest ? signedUnencoded(params) : sriAlgorithms(wanted, params.algorithms)
   const precondition = params.conditional ? preconditionOf(request.method, h['repr-digest'], params.algorithms) : null
   if (content.length === 0 && repr.length === 0 && unencoded.length === 0 && precondition === null) return null
-  const algorithm = preconditionAlgorithm(params.algorithms)
+  // The 406's Repr-Digest: sha-256, else the server's first.
+  const algorithm = params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
   const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), algorithm])
   const head = request.method === 'HEAD'
   const strict = params.strict

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestResults } from '../../core/digest-stream'
 import { digestFieldOf, serializeSelected } from '../../core/fields'
-import { getDeclared } from './declared'
+import { getDeclared, type Declared } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
@@ -44,10 +44,11 @@ export function writeFields (
   reply.header('signature', fields.signature)
 }
 
-/** `computed`, with the values of `declared` for `algs` in their place. */
-function withDeclared (
-  declared: ReadonlyMap<DigestAlgorithm, Buffer> | null, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
+/** `computed`, with the digests declared for `field` (reply.setReprDigest(), setUnencodedDigest()) for `algs` in their place. */
+export function withDeclared (
+  reply: FastifyReply, field: keyof Declared, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
 ): DigestResults | null {
+  const declared = getDeclared(reply)?.[field] ?? null
   if (declared === null) return computed
   const out: DigestResults = new Map(computed ?? [])
   for (const a of algs) {
@@ -57,22 +58,15 @@ function withDeclared (
   return out
 }
 
-/** Representation digests for `algs`: declared ones (reply.setReprDigest) first, then computed ones. */
-export function reprDigests (reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]): DigestResults | null {
-  return withDeclared(getDeclared(reply)?.repr ?? null, computed, algs)
-}
-
 /** Unencoded-Digest's: setUnencodedDigest()'s; then, when the route coded nothing itself (never decoded), setReprDigest()'s and `identity`. */
 export function unencodedDigests (reply: FastifyReply, state: ResponseState, identity: DigestResults | null): DigestResults | null {
   const algs = state.plan.unencoded
-  const computed = state.identityUncoded ? reprDigests(reply, identity, algs) : null
-  return withDeclared(getDeclared(reply)?.unencoded ?? null, computed, algs)
+  const computed = state.identityUncoded ? withDeclared(reply, 'repr', identity, algs) : null
+  return withDeclared(reply, 'unencoded', computed, algs)
 }
 
-/**
- * The whole representation's digests, from `reprFrom`. 'sent': the identity one or the whole file,
- * unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
- */
+// The whole representation's digests, from `reprFrom`. 'sent': the identity one or the whole file,
+// unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
 export function wholeOf (
   reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
 ): DigestResults | null {
@@ -83,10 +77,8 @@ export function wholeOf (
   return state.file === null ? identity : state.fileCoded
 }
 
-/**
- * The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
- * its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
- */
+// The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
+// its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
 export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null
@@ -108,7 +100,7 @@ export function emitFields (
 ): Payload {
   const { plan } = state
   const strict = plan.mode.strict
-  const repr = reprDigests(reply, wholeOf(reply, state, content, identity), plan.reprNeeded)
+  const repr = withDeclared(reply, 'repr', wholeOf(reply, state, content, identity), plan.reprNeeded)
   const refused = decidePrecondition(reply, state, repr)
   if (refused !== null) return refused
   const contentValue = serializeSelected(content, plan.content, strict)
@@ -138,10 +130,8 @@ export function declareTrailer (
   })
 }
 
-/**
- * Fastify 5 joins the Trailer field's names with spaces (lib/reply.js onSendEnd); RFC 9110 §6.6.2 defines
- * a comma-separated list: rewritten in node's writeHead (HTTP/1.1 and HTTP/2).
- */
+// Fastify 5 joins the Trailer field's names with spaces (lib/reply.js onSendEnd); RFC 9110 §6.6.2 defines
+// a comma-separated list: rewritten in node's writeHead (HTTP/1.1 and HTTP/2).
 export function commaSeparatedTrailer (reply: FastifyReply): void {
   const res = reply.raw as unknown as { writeHead: (...args: unknown[]) => unknown }
   const writeHead = res.writeHead

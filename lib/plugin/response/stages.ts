@@ -11,7 +11,7 @@ import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type Diges
 import type { FileDigestCache } from '../../core/file-cache'
 import { isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan } from '../../core/response-plan'
 import { checkedFileStream, fileContent, fileDigests, resolveFileResponse, type FileResponse } from './static-files'
-import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, unencodedDigests, wholeOf } from './emit'
+import { commaSeparatedTrailer, declareTrailer, emitFields, unencodedDigests, wholeOf, withDeclared } from './emit'
 import { TrailerHook } from './field-hook'
 
 export type Payload = unknown
@@ -150,10 +150,8 @@ export function bytesRepresentation (
   return state
 }
 
-/**
- * A HEAD of a stream has no content to carry trailers: the representation hashed now, up to maxBufferSize.
- * Another length than the Content-Length (read before compress removes it) stands for another body.
- */
+// A HEAD of a stream has no content to carry trailers: the representation hashed now, up to maxBufferSize.
+// Another length than the Content-Length (read before compress removes it) stands for another body.
 async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState): Promise<Readable> {
   const length = reply.getHeader('content-length')
   const hasher = hashThrough(stream, state.plan.identityNeeded)
@@ -257,7 +255,7 @@ export async function streamedContent (
     // A file's representation digests are known before any byte is sent: headers.
     const file = state.file !== null
     const repr = (r: FastifyReply): DigestResults | null =>
-      reprDigests(r, plan.reprFrom === 'content' ? hasher.digests : wholeOf(r, state, null, identityOf()), plan.repr)
+      withDeclared(r, 'repr', plan.reprFrom === 'content' ? hasher.digests : wholeOf(r, state, null, identityOf()), plan.repr)
     declareTrailer(reply, 'content-digest', plan.content, plan.mode.strict, () => hasher.digests, hook)
     declareTrailer(reply, 'repr-digest', plan.repr, plan.mode.strict, repr, hook, file && plan.reprFrom !== 'content')
     declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), hook, file)
