@@ -8,7 +8,7 @@ import { getDeclared, type Declared } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
-import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
+import { DIGEST_FIELDS, hasDigestTrailers, type DigestField, type TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './stages'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
@@ -140,11 +140,6 @@ export function commaSeparatedTrailer (reply: FastifyReply): void {
     if (typeof value === 'string') reply.raw.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
     return writeHead.apply(res, args)
   }
-}
-
-/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
-export function hasDigestTrailers (reply: FastifyReply): boolean {
-  return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
 }
 
 /** A reply sent again (its stream failed before anything went out): its digest trailers and their framing go. */

@@ -5,7 +5,7 @@ import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
-import { describe } from '../../core/option-checks'
+import { describe, type DigestParams } from '../../core/option-checks'
 import type { Payload } from './stages'
 
 type Done = (err: Error | null, payload?: Payload) => void
@@ -60,10 +60,17 @@ function run (
   else added.then(then, failed)
 }
 
-/** The header section: no digest header, no call; on failure the digests go and the error is the reply's. */
-export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
-  const fields = headerFields(reply)
-  if (fields === null) return done(null, payload)
+/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
+export function hasDigestTrailers (reply: FastifyReply): boolean {
+  return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
+}
+
+// The fields are final: on, through the hook over the header section unless it runs with the trailers. No digest
+// header, no call; on failure the digests go and the error is the reply's.
+export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
+  const hook = params.onDigestFields
+  const fields = hook === null || hasDigestTrailers(reply) ? null : headerFields(reply)
+  if (hook === null || fields === null) return done(null, payload)
   run(hook, request, reply, fields, (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)

@@ -12,17 +12,14 @@ import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bufferedContent, bytesRepresentation, isNodeStream, streamRepresentation, streamedContent, unwrapPayload } from './stages'
 import type { Payload, ResponseContext, ResponseState } from './stages'
-import { addVary, dropTrailers, hasDigestTrailers, unencodedDigests, writeFields } from './emit'
-import { hookHeaders } from './field-hook'
+import { addVary, dropTrailers, unencodedDigests, writeFields } from './emit'
+import { fieldsDone } from './field-hook'
 
 type Done = (err: Error | null, payload?: Payload) => void
 
-/** The request decorator's value when the response carries no digest field (only Vary is added). */
-const kNothing = Symbol('nothing')
-
-/** The request decorator kResponseState: what the representation stage hands the content stage. */
-function slot (request: FastifyRequest): { [kResponseState]: ResponseState | typeof kNothing } {
-  return request as unknown as { [kResponseState]: ResponseState | typeof kNothing }
+/** The request decorator kResponseState: what the representation stage hands the content stage; null when no digest field goes (only Vary). */
+function slot (request: FastifyRequest): { [kResponseState]: ResponseState | null } {
+  return request as unknown as { [kResponseState]: ResponseState | null }
 }
 
 type Writer = ((data: string | Buffer) => string) | null
@@ -77,16 +74,9 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
   return true
 }
 
-/** The fields are final: on, through the onDigestFields hook (field-hook.ts), unless it runs with the trailers. */
-function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
-  const hook = params.onDigestFields
-  if (hook === null || hasDigestTrailers(reply)) done(null, payload)
-  else hookHeaders(hook, request, reply, payload, done)
-}
-
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean): void {
   const state = slot(request)[kResponseState]
-  if (state === kNothing) {
+  if (state === null) {
     addVary(reply, signing)
     return done(null, payload)
   }
@@ -115,7 +105,7 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
 }
 
 export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
-  fastify.decorateRequest(kResponseState, kNothing)
+  fastify.decorateRequest(kResponseState, null)
   fastify.decorateReply(kStaticFile, null)
   fastify.decorateReply('digestsOmitted', null)
   const files = new FileDigestCache(params.fileCacheSize, {
@@ -139,10 +129,10 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, usual: Usual, both: boolean
   ): void {
     // A state left by an earlier send: this one is fastify's error after it.
-    if (slot(request)[kResponseState] !== kNothing) {
+    if (slot(request)[kResponseState] !== null) {
       dropTrailers(reply)
       ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
-      slot(request)[kResponseState] = kNothing
+      slot(request)[kResponseState] = null
     }
     const fields = fieldsFor(request, routeParams, usual)
     if (fields === null) return representationDone(request, reply, payload, done, usual, both)
