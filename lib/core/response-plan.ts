@@ -196,28 +196,18 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
   const precondition = params.conditional ? preconditionOf(request.method, h['repr-digest'], params.algorithms) : null
   if (content.length === 0 && repr.length === 0 && unencoded.length === 0 && precondition === null) return null
   // The 406's Repr-Digest: sha-256, else the server's first.
-  const algorithm = params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
-  const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), algorithm])
+  const preconditionAlgorithm = params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
+  const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), preconditionAlgorithm])
   const head = request.method === 'HEAD'
   const strict = params.strict
   const identityNeeded = strict && !head ? unencoded : union(reprNeeded, unencoded)
-  return {
-    content,
-    repr,
-    unencoded,
-    precondition,
-    preconditionAlgorithm: algorithm,
-    reprNeeded,
-    identityNeeded,
-    shared: precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null,
-    mode: strict
-      ? { strict, identity: unencoded.length > 0, fileIdentity: unencoded, coded: reprNeeded }
-      : { strict, identity: true, fileIdentity: identityNeeded, coded: NONE },
-    head,
-    // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
-    trailers: signatures.length === 0 && trailersAllowed(request, params),
-    signatures
-  }
+  const shared = precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null
+  const mode: Mode = strict
+    ? { strict, identity: unencoded.length > 0, fileIdentity: unencoded, coded: reprNeeded }
+    : { strict, identity: true, fileIdentity: identityNeeded, coded: NONE }
+  // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
+  const trailers = signatures.length === 0 && trailersAllowed(request, params)
+  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures }
 }
 
 /** How the planned fields travel for this payload. */

@@ -16,17 +16,13 @@ type Added = Array<[string, string]>
 
 export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
-/** The digest fields set as headers on `reply`, added to `into`; null when there is none. */
-function headerFields (reply: FastifyReply, into: Fields = {}): Fields | null {
-  let any = false
+/** The digest fields set as headers on `reply`, added to `into`. */
+function headerFields (reply: FastifyReply, into: Fields = {}): Fields {
   for (const name of DIGEST_FIELDS) {
     const value = reply.getHeader(name)
-    if (typeof value === 'string') {
-      into[name] = value
-      any = true
-    }
+    if (typeof value === 'string') into[name] = value
   }
-  return any ? into : null
+  return into
 }
 
 /** The hook's fields, checked: strings or lists of them (RFC 9110 §5.3: one line), naming no digest field. */
@@ -69,9 +65,8 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
 // header, no call; on failure the digests go and the error is the reply's.
 export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
   const hook = params.onDigestFields
-  const fields = hook === null || hasDigestTrailers(reply) ? null : headerFields(reply)
-  if (hook === null || fields === null) return done(null, payload)
-  run(hook, request, reply, fields, (added) => {
+  if (hook === null || hasDigestTrailers(reply) || !DIGEST_FIELDS.some((name) => typeof reply.getHeader(name) === 'string')) return done(null, payload)
+  run(hook, request, reply, headerFields(reply), (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
   }, (err) => {

@@ -58,9 +58,8 @@ const OMISSIONS: Record<OmissionReason, Omission> = {
 export class ResponseState {
   /** The plan's precondition until it is decided; null once decided early (files). */
   precondition: Precondition | null
-  /** The string/Buffer payload seen by the representation stage. */
+  /** The representation stage's payload: the bytes, or the hasher put around the stream. */
   reprPayload: string | Buffer | null = null
-  /** The hashing wrapper put around a streamed representation. */
   reprStream: DigestTransform | null = null
   /** Representation digests known at the representation stage (HEAD of a stream, a file's), and how many bytes they cover. */
   repr: DigestResults | null = null

@@ -112,15 +112,6 @@ function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: Byte
   return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
 }
 
-/** emitFields() for a file's stream, expecting `content`; the file released when the answer is a 406 instead. */
-function emitFileFields (reply: FastifyReply, stream: CheckedStream, state: ResponseState, content: DigestResults | null): Payload {
-  // What the stream must match at its end: the digests it is sent with.
-  if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
-  const out = emitFields(reply, stream, state, content, state.repr)
-  if (out !== stream) stream.destroy()
-  return out
-}
-
 /** Content stage of a GET for a file, or null to hash its stream as any (coded by compress, a part in a trailer or buffer). */
 export async function fileContent (
   request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
@@ -136,16 +127,20 @@ export async function fileContent (
       return refused
     }
   }
-  if (payload !== stream) return null
+  if (payload !== stream || (file.range === null && file.stale)) return null
+  let content: DigestResults | null = null
   if (file.range === null) {
-    if (file.stale) return null
     const known = state.fileCoded
-    const content = known !== null && plan.contentHashed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, plan.contentHashed)
-    return content === null ? null : emitFileFields(reply, stream, state, content)
+    content = known !== null && plan.contentHashed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, plan.contentHashed)
+    if (content === null) return null
+  } else if (plan.content.length > 0) {
+    if (!partReadFromFile(plan, params, file.range)) return null
+    content = await hashFile(file, plan.content, file.range)
+    if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
   }
-  if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)
-  if (!partReadFromFile(plan, params, file.range)) return null
-  const content = await hashFile(file, plan.content, file.range)
-  if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
-  return emitFileFields(reply, stream, state, content)
+  // What the stream must match at its end: the digests it is sent with; the file released when the answer is a 406 instead.
+  if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
+  const out = emitFields(reply, stream, state, content, state.repr)
+  if (out !== stream) stream.destroy()
+  return out
 }
