@@ -45,7 +45,7 @@ export function writeFields (
 }
 
 /** `computed`, with the digests declared for `field` (reply.setReprDigest(), setUnencodedDigest()) for `algs` in their place. */
-export function withDeclared (
+function withDeclared (
   reply: FastifyReply, field: keyof Declared, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
 ): DigestResults | null {
   const declared = getDeclared(reply)?.[field] ?? null
@@ -65,16 +65,14 @@ export function unencodedDigests (reply: FastifyReply, state: ResponseState, ide
   return withDeclared(reply, 'unencoded', computed, algs)
 }
 
-// The whole representation's digests, from `reprFrom`. 'sent': the identity one or the whole file,
-// unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
-export function wholeOf (
-  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
-): DigestResults | null {
-  const { reprFrom } = state.plan
-  if (reprFrom === 'content') return content
-  if (reprFrom === 'identity') return identity
-  if (reply.getHeader('content-encoding') !== state.reprEncoding) return null
-  return state.file === null ? identity : state.fileCoded
+// The representation's digests: declared ones, else the whole representation's, from `reprFrom`. 'sent': the identity
+// one or the whole file, unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
+export function reprOf (reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null): DigestResults | null {
+  const { reprFrom, reprNeeded } = state.plan
+  let whole = reprFrom === 'content' ? content : identity
+  if (reprFrom === 'sent' && reply.getHeader('content-encoding') !== state.reprEncoding) whole = null
+  else if (reprFrom === 'sent' && state.file !== null) whole = state.fileCoded
+  return withDeclared(reply, 'repr', whole, reprNeeded)
 }
 
 // The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
@@ -100,7 +98,7 @@ export function emitFields (
 ): Payload {
   const { plan } = state
   const strict = plan.mode.strict
-  const repr = withDeclared(reply, 'repr', wholeOf(reply, state, content, identity), plan.reprNeeded)
+  const repr = reprOf(reply, state, content, identity)
   const refused = decidePrecondition(reply, state, repr)
   if (refused !== null) return refused
   const contentValue = serializeSelected(content, plan.content, strict)

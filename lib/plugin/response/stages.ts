@@ -11,7 +11,7 @@ import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type Diges
 import type { FileDigestCache } from '../../core/file-cache'
 import { isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan } from '../../core/response-plan'
 import { checkedFileStream, fileContent, fileDigests, resolveFileResponse, type FileResponse } from './static-files'
-import { commaSeparatedTrailer, declareTrailer, emitFields, unencodedDigests, wholeOf, withDeclared } from './emit'
+import { commaSeparatedTrailer, declareTrailer, emitFields, reprOf, unencodedDigests } from './emit'
 import { TrailerHook } from './field-hook'
 
 export type Payload = unknown
@@ -253,8 +253,7 @@ export async function streamedContent (
     const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
     // A file's representation digests are known before any byte is sent: headers.
     const file = state.file !== null
-    const repr = (r: FastifyReply): DigestResults | null =>
-      withDeclared(r, 'repr', plan.reprFrom === 'content' ? hasher.digests : wholeOf(r, state, null, identityOf()), plan.repr)
+    const repr = (r: FastifyReply): DigestResults | null => reprOf(r, state, hasher.digests, plan.reprFrom === 'content' ? null : identityOf())
     declareTrailer(reply, 'content-digest', plan.content, plan.mode.strict, () => hasher.digests, hook)
     declareTrailer(reply, 'repr-digest', plan.repr, plan.mode.strict, repr, hook, file && plan.reprFrom !== 'content')
     declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), hook, file)

@@ -11,7 +11,7 @@ import { CheckedStream, type DigestResults } from '../../core/digest-stream'
 import { FST_DIGEST_FILE_CHANGED } from '../../core/errors'
 import { hashFile, sameFile, type ByteRange, type StaticFile } from '../../core/file-cache'
 import { NONE, union, type ResponsePlan } from '../../core/response-plan'
-import { decidePrecondition, emitFields, wholeOf, withDeclared } from './emit'
+import { decidePrecondition, emitFields, reprOf } from './emit'
 import type { Payload, ResponseState } from './stages'
 
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
@@ -120,7 +120,7 @@ export async function fileContent (
   const stream = state.fileStream as CheckedStream
   if (plan.reprFrom !== 'content') {
     // The 406 rule decided before anything is sent: the content digest can still go as a trailer.
-    const refused = decidePrecondition(reply, state, withDeclared(reply, 'repr', wholeOf(reply, state, null, state.repr), plan.reprNeeded))
+    const refused = decidePrecondition(reply, state, reprOf(reply, state, null, state.repr))
     if (refused !== null) {
       stream.destroy()
       ;(payload as Readable).destroy()
