@@ -12,10 +12,7 @@ export interface StaticFile {
 }
 
 /** Inclusive byte offsets, as in Content-Range. */
-export interface ByteRange {
-  readonly start: number
-  readonly end: number
-}
+export interface ByteRange { readonly start: number, readonly end: number }
 
 const READ_SIZE = 256 * 1024
 const BACKGROUND_PASSES = 2
@@ -50,10 +47,7 @@ export async function hashFile (file: StaticFile, algorithms: readonly DigestAlg
 }
 
 /** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
-const SIDECARS: ReadonlyMap<DigestAlgorithm, readonly [string, number]> = new Map([
-  ['sha-256', ['.sha256', 32]],
-  ['sha-512', ['.sha512', 64]]
-])
+const SIDECARS: Partial<Record<DigestAlgorithm, readonly [string, number]>> = { 'sha-256': ['.sha256', 32], 'sha-512': ['.sha512', 64] }
 
 // One line: the hex alone or followed by blanks and the name (GNU
 // coreutils; `*name` in binary mode), or `TAG (name) = hex` (BSD, OpenSSL).
@@ -63,7 +57,7 @@ const SIDECAR_LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-
 export async function readSidecars (path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
   const out: DigestResults = new Map()
   for (const algorithm of algorithms) {
-    const sidecar = SIDECARS.get(algorithm)
+    const sidecar = SIDECARS[algorithm]
     if (sidecar === undefined) return null
     // Non-blocking: a FIFO in the sidecar's place must not hold a thread.
     const handle = await open(path + sidecar[0], constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)

@@ -6,9 +6,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
 import { describe, type DigestParams } from '../../core/option-checks'
-import type { Payload } from './stages'
+import type { Done, Payload } from './stages'
 
-type Done = (err: Error | null, payload?: Payload) => void
 type TrailerDone = (err: Error | null, value?: string) => void
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>

@@ -11,11 +11,9 @@ import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bufferedContent, bytesRepresentation, isNodeStream, streamRepresentation, streamedContent, unwrapPayload } from './stages'
-import type { Payload, ResponseContext, ResponseState } from './stages'
+import type { Done, Payload, ResponseContext, ResponseState } from './stages'
 import { addVary, dropTrailers, unencodedDigests, writeFields } from './emit'
 import { fieldsDone } from './field-hook'
-
-type Done = (err: Error | null, payload?: Payload) => void
 
 /** The request decorator kResponseState: what the representation stage hands the content stage; null when no digest field goes (only Vary). */
 function slot (request: FastifyRequest): { [kResponseState]: ResponseState | null } {

@@ -15,14 +15,11 @@ import { commaSeparatedTrailer, declareTrailer, emitFields, reprOf, unencodedDig
 import { TrailerHook } from './field-hook'
 
 export type Payload = unknown
+export type Done = (err: Error | null, payload?: Payload) => void
 type OmissionReason = DigestOmission['reason']
 
-/** Where the response stages keep their shared things (one per plugin instance). */
-export interface ResponseContext {
-  readonly files: FileDigestCache
-  /** The omissions already logged, by reason and route. */
-  readonly warned: Set<string>
-}
+/** What the response stages share (one per plugin instance): the file cache, the omissions logged (by reason and route). */
+export interface ResponseContext { readonly files: FileDigestCache, readonly warned: Set<string> }
 
 const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
 const AS_TRAILERS = 'clients that send "TE: trailers" get them as trailers'
@@ -71,18 +68,16 @@ export class ResponseState {
   /** A GET's file stream as passed on: checked at its end against the digests sent with it. */
   fileStream: CheckedStream | null = null
   omitted: OmissionReason | null
+  /** Content-Encoding as the representation stage saw it (compress sets its own later). */
+  readonly reprEncoding: unknown
 
+  // `file`: the file a @fastify/static response stands for (then `repr` holds its identity digests).
   constructor (
-    readonly plan: ResponsePlan,
-    readonly params: DigestParams,
-    readonly context: ResponseContext,
-    /** Content-Encoding as the representation stage saw it (compress sets its own later). */
-    readonly reprEncoding: unknown,
-    /** The file a @fastify/static response stands for (then `repr` holds its identity digests). */
-    readonly file: FileResponse | null
+    readonly plan: ResponsePlan, readonly params: DigestParams, readonly context: ResponseContext, reply: FastifyReply, readonly file: FileResponse | null
   ) {
     this.precondition = plan.precondition
-    this.identityUncoded = uncoded(reprEncoding)
+    this.reprEncoding = reply.getHeader('content-encoding')
+    this.identityUncoded = uncoded(this.reprEncoding)
     this.omitted = plan.omitted
   }
 
@@ -142,7 +137,7 @@ export function bytesRepresentation (
 ): ResponseState {
   const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
   const plan = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
-  const state = new ResponseState(plan, params, context, reply.getHeader('content-encoding'), null)
+  const state = new ResponseState(plan, params, context, reply, null)
   // No payload: an empty representation, except for a HEAD, whose handler need not produce one.
   if (bytes) state.reprPayload = payload
   else if (request.method !== 'HEAD') state.reprPayload = ''
@@ -172,12 +167,11 @@ export async function streamRepresentation (
   // Held across the awaits below: an early error must not be an uncaught exception.
   payload.on('error', heldError)
   const status = reply.statusCode
-  const reprEncoding = reply.getHeader('content-encoding')
   const file = status === 200 || status === 206 ? await resolveFileResponse(request, reply, payload) : null
   // A file is never live: its digests are known before it is sent.
   const live = file === null && isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
   const plan = planDelivery(fields, { kind: 'stream', live, status })
-  const state = new ResponseState(plan, params, context, reprEncoding, file)
+  const state = new ResponseState(plan, params, context, reply, file)
   if (file !== null) {
     await fileDigests(state, file)
     return [file.stream === null ? payload : checkedFileStream(reply, state, file, payload), state]
