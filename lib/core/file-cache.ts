@@ -116,9 +116,7 @@ export class FileDigestCache {
     const cached = entry?.key === key ? entry.digests : undefined
     if (cached !== undefined) touch(this.#entries, file.path, entry, this.max)
     const pending = this.#pending.get(key)
-    const found: Array<Buffer | Pass | undefined> = []
-    for (const a of algorithms) found.push(cached?.get(a) ?? pending?.get(a))
-    return found
+    return algorithms.map((a) => cached?.get(a) ?? pending?.get(a))
   }
 
   // One pass over this version, shared until it ends, then kept; checks `claimed` (sidecars'). Now, or in the

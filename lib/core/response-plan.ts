@@ -99,11 +99,7 @@ export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<strin
   return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)
 }
 
-export interface RequestFacts {
-  readonly method: string
-  readonly httpVersion: string
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>
-}
+export interface RequestFacts { readonly method: string, readonly httpVersion: string, readonly headers: Readonly<Record<string, string | string[] | undefined>> }
 
 /** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
 export interface Mode {
@@ -138,11 +134,7 @@ export interface FieldPlan {
   readonly signatures: readonly IntegritySignature[]
 }
 
-export interface PayloadFacts {
-  readonly kind: 'bytes' | 'none' | 'stream'
-  readonly live: boolean
-  readonly status: number
-}
+export interface PayloadFacts { readonly kind: 'bytes' | 'none' | 'stream', readonly live: boolean, readonly status: number }
 
 /** headers (bytes hashed first), trailers (RFC 9530 §2), buffer (up to maxBufferSize), declared (no content), none (`omitted`). */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'

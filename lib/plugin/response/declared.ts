@@ -38,13 +38,8 @@ function declare (reply: FastifyReply, field: keyof Declared, digests: DeclaredD
   return reply
 }
 
-export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
-  return declare(this, 'repr', digests)
-}
-
-export function setUnencodedDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
-  return declare(this, 'unencoded', digests)
-}
+export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply { return declare(this, 'repr', digests) }
+export function setUnencodedDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply { return declare(this, 'unencoded', digests) }
 
 export function getDeclared (reply: FastifyReply): Declared | null {
   return (reply as unknown as WithDeclared)[kDeclared]

@@ -76,13 +76,12 @@ export async function identityFile (file: StaticFile, encoding: unknown): Promis
 /** A file's representation digests (cache): of its identity file and, strict, of the file as sent. */
 export async function fileDigests (state: ResponseState, file: FileResponse): Promise<void> {
   if (file.stale) return
-  const { files } = state.context
   const { fileIdentity, coded } = state.plan.mode
   const identity = fileIdentity.length === 0 ? file : await identityFile(file, state.reprEncoding)
   if (identity !== file && identity !== null) state.identityUncoded = true
-  state.fileCoded = await files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
+  state.fileCoded = await state.context.files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
   if (identity === file) state.repr = state.fileCoded
-  else if (identity !== null) state.repr = await files.digests(identity, fileIdentity)
+  else if (identity !== null) state.repr = await state.context.files.digests(identity, fileIdentity)
   // Being hashed in the background: left out for now.
   if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) state.omitted = 'file-not-hashed'
 }
