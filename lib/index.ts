@@ -10,7 +10,7 @@ import { placeHooks } from './plugin/route-hooks'
 import { setReprDigest, setUnencodedDigest } from './plugin/response/declared'
 import { installResponseDigests } from './plugin/response/hooks'
 import { installRequestVerification } from './plugin/request/body-check'
-import { kDeclared, kDeclaredUnencoded, kRouteParams } from './plugin/symbols'
+import { kDeclared, kRouteParams } from './plugin/symbols'
 import { errors, FST_DIGEST_ALREADY_REGISTERED } from './core/errors'
 import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './core/algorithms'
 import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './core/fields'
@@ -25,7 +25,6 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     if (fastify.hasReplyDecorator(kDeclared)) throw new FST_DIGEST_ALREADY_REGISTERED()
     const params = normalizeOptions(opts)
     fastify.decorateReply(kDeclared, null)
-    fastify.decorateReply(kDeclaredUnencoded, null)
     fastify.decorateReply('setReprDigest', setReprDigest)
     fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
     // In this order on each route: the response stages, then the request verifier's hooks.

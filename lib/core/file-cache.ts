@@ -12,10 +12,7 @@ export interface StaticFile {
 }
 
 /** Inclusive byte offsets, as in Content-Range. */
-export interface ByteRange {
-  readonly start: number
-  readonly end: number
-}
+export interface ByteRange { readonly start: number, readonly end: number }
 
 const READ_SIZE = 256 * 1024
 const BACKGROUND_PASSES = 2
@@ -50,10 +47,7 @@ export async function hashFile (file: StaticFile, algorithms: readonly DigestAlg
 }
 
 /** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
-const SIDECARS: ReadonlyMap<DigestAlgorithm, readonly [string, number]> = new Map([
-  ['sha-256', ['.sha256', 32]],
-  ['sha-512', ['.sha512', 64]]
-])
+const SIDECARS: Partial<Record<DigestAlgorithm, readonly [string, number]>> = { 'sha-256': ['.sha256', 32], 'sha-512': ['.sha512', 64] }
 
 // One line: the hex alone or followed by blanks and the name (GNU
 // coreutils; `*name` in binary mode), or `TAG (name) = hex` (BSD, OpenSSL).
@@ -63,7 +57,7 @@ const SIDECAR_LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-
 export async function readSidecars (path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
   const out: DigestResults = new Map()
   for (const algorithm of algorithms) {
-    const sidecar = SIDECARS.get(algorithm)
+    const sidecar = SIDECARS[algorithm]
     if (sidecar === undefined) return null
     // Non-blocking: a FIFO in the sidecar's place must not hold a thread.
     const handle = await open(path + sidecar[0], constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
@@ -122,32 +116,26 @@ export class FileDigestCache {
     const cached = entry?.key === key ? entry.digests : undefined
     if (cached !== undefined) touch(this.#entries, file.path, entry, this.max)
     const pending = this.#pending.get(key)
-    const found: Array<Buffer | Pass | undefined> = []
-    for (const a of algorithms) found.push(cached?.get(a) ?? pending?.get(a))
-    return found
+    return algorithms.map((a) => cached?.get(a) ?? pending?.get(a))
   }
 
-  /** `run` now, or, in the background, when a slot is free; null when too many wait already. */
-  #schedule (run: () => Pass, background: boolean): Pass | null {
-    if (!background) return run()
-    if (this.#queue.length >= this.max) return null
-    return new Promise((resolve) => {
-      const start = (): void => {
-        this.#running++
-        run().then(resolve, () => resolve(null)).finally(() => {
-          this.#running--
-          this.#queue.shift()?.()
-        })
-      }
-      if (this.#running < BACKGROUND_PASSES) start()
-      else this.#queue.push(start)
-    })
-  }
-
-  /** One pass over this version, shared until it ends, then kept; checks `claimed` (sidecars'). Null: not started. */
+  // One pass over this version, shared until it ends, then kept; checks `claimed` (sidecars'). Now, or in the
+  // background when a slot is free; null (not started) when too many wait already.
   #pass (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null): Pass | null {
-    const hashing = this.#schedule(() => hashFile(file, algorithms), background)
-    if (hashing === null) return null
+    if (background && this.#queue.length >= this.max) return null
+    const hashing: Pass = !background
+      ? hashFile(file, algorithms)
+      : new Promise((resolve) => {
+        const start = (): void => {
+          this.#running++
+          hashFile(file, algorithms).then(resolve, () => resolve(null)).finally(() => {
+            this.#running--
+            this.#queue.shift()?.()
+          })
+        }
+        if (this.#running < BACKGROUND_PASSES) start()
+        else this.#queue.push(start)
+      })
     const passes = this.#pending.get(key) ?? new Map<DigestAlgorithm, Pass>()
     this.#pending.set(key, passes)
     const pass = hashing.then((result) => {
@@ -175,17 +163,16 @@ export class FileDigestCache {
     const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
     const key = `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
     let found = this.#lookup(file, key, algorithms)
+    if (found.includes(undefined) && this.options.sidecars === true && !this.#wrong.has(key)) {
+      const missing = algorithms.filter((_, i) => found[i] === undefined)
+      const claimed = await readSidecars(file.path, ctimeMs, missing)
+      // Only when all are still missing (concurrent requests read the same sidecars).
+      const still = this.#lookup(file, key, missing).every((v) => v === undefined)
+      if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
+      found = this.#lookup(file, key, algorithms)
+    }
     if (found.includes(undefined)) {
-      let missing = algorithms.filter((_, i) => found[i] === undefined)
-      if (this.options.sidecars === true && !this.#wrong.has(key)) {
-        const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
-        // Only when all are still missing (concurrent requests read the same sidecars).
-        const still = this.#lookup(file, key, missing).every((v) => v === undefined)
-        if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
-        found = this.#lookup(file, key, algorithms)
-        missing = algorithms.filter((_, i) => found[i] === undefined)
-      }
-      if (missing.length > 0) this.#pass(file, key, missing, this.options.background === true, null)
+      this.#pass(file, key, algorithms.filter((_, i) => found[i] === undefined), this.options.background === true, null)
       found = this.#lookup(file, key, algorithms)
     }
     const out: DigestResults = new Map()

@@ -22,10 +22,8 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
   return a.length === b.length && a.every((x, i) => x === b[i])
 }
 
-/**
- * The one value of every field when the bytes sent are the uncoded representation: one set of
- * algorithms, written alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3).
- */
+// The one value of every field when the bytes sent are the uncoded representation: one set of
+// algorithms, written alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3).
 function sharedAlgorithms (
   content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
 ): readonly DigestAlgorithm[] | null {
@@ -57,7 +55,7 @@ export const STALE_PROBLEM: Buffer = Buffer.from(JSON.stringify(blankProblem(406
 export type Precondition = ReadonlyMap<DigestAlgorithm, Buffer>
 
 /** The precondition of a GET or HEAD, or null (none, none usable, or unparseable). */
-export function preconditionOf (
+function preconditionOf (
   method: string, header: string | string[] | undefined, algorithms: readonly DigestAlgorithm[]
 ): Precondition | null {
   if (header === undefined || (method !== 'GET' && method !== 'HEAD')) return null
@@ -76,15 +74,8 @@ export function preconditionOf (
   return out.size > 0 ? out : null
 }
 
-/** The algorithm of the 406 response's Repr-Digest: sha-256, else the server's first. */
-export function preconditionAlgorithm (algorithms: readonly DigestAlgorithm[]): DigestAlgorithm {
-  return algorithms.includes('sha-256') ? 'sha-256' : algorithms[0] as DigestAlgorithm
-}
-
-/**
- * Whether a response whose representation has the digests `repr` fails: a member names another
- * value. Only a 2xx stands for the current representation; a member whose digest is unknown decides nothing.
- */
+// Whether a response whose representation has the digests `repr` fails: a member names another
+// value. Only a 2xx stands for the current representation; a member whose digest is unknown decides nothing.
 export function preconditionFails (precondition: Precondition | null, status: number, repr: ReadonlyMap<DigestAlgorithm, Buffer> | null): boolean {
   if (precondition === null || repr === null || status < 200 || status > 299) return false
   for (const [a, expected] of precondition) {
@@ -108,12 +99,7 @@ export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<strin
   return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)
 }
 
-/** The request's method, HTTP version and fields (lowercase names). */
-export interface RequestFacts {
-  readonly method: string
-  readonly httpVersion: string
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>
-}
+export interface RequestFacts { readonly method: string, readonly httpVersion: string, readonly headers: Readonly<Record<string, string | string[] | undefined>> }
 
 /** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
 export interface Mode {
@@ -127,9 +113,8 @@ export interface Mode {
   readonly coded: readonly DigestAlgorithm[]
 }
 
-/** The fields a response carries, from the request and the route alone. */
+/** The fields a response carries, from the request and the route alone: each field's algorithms (empty: no field). */
 export interface FieldPlan {
-  /** Each field's algorithms (empty: no field). */
   readonly content: readonly DigestAlgorithm[]
   readonly repr: readonly DigestAlgorithm[]
   readonly unencoded: readonly DigestAlgorithm[]
@@ -149,12 +134,7 @@ export interface FieldPlan {
   readonly signatures: readonly IntegritySignature[]
 }
 
-export interface PayloadFacts {
-  readonly kind: 'bytes' | 'none' | 'stream'
-  /** A stream consumed as it arrives (isLiveStream). */
-  readonly live: boolean
-  readonly status: number
-}
+export interface PayloadFacts { readonly kind: 'bytes' | 'none' | 'stream', readonly live: boolean, readonly status: number }
 
 /** headers (bytes hashed first), trailers (RFC 9530 §2), buffer (up to maxBufferSize), declared (no content), none (`omitted`). */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
@@ -207,28 +187,19 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
   const unencoded = signatures.length === 0 ? wanted : wanted === params.unencodedDigest ? signedUnencoded(params) : sriAlgorithms(wanted, params.algorithms)
   const precondition = params.conditional ? preconditionOf(request.method, h['repr-digest'], params.algorithms) : null
   if (content.length === 0 && repr.length === 0 && unencoded.length === 0 && precondition === null) return null
-  const algorithm = preconditionAlgorithm(params.algorithms)
-  const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), algorithm])
+  // The 406's Repr-Digest: sha-256, else the server's first.
+  const preconditionAlgorithm = params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
+  const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), preconditionAlgorithm])
   const head = request.method === 'HEAD'
   const strict = params.strict
   const identityNeeded = strict && !head ? unencoded : union(reprNeeded, unencoded)
-  return {
-    content,
-    repr,
-    unencoded,
-    precondition,
-    preconditionAlgorithm: algorithm,
-    reprNeeded,
-    identityNeeded,
-    shared: precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null,
-    mode: strict
-      ? { strict, identity: unencoded.length > 0, fileIdentity: unencoded, coded: reprNeeded }
-      : { strict, identity: true, fileIdentity: identityNeeded, coded: NONE },
-    head,
-    // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
-    trailers: signatures.length === 0 && trailersAllowed(request, params),
-    signatures
-  }
+  const shared = precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null
+  const mode: Mode = strict
+    ? { strict, identity: unencoded.length > 0, fileIdentity: unencoded, coded: reprNeeded }
+    : { strict, identity: true, fileIdentity: identityNeeded, coded: NONE }
+  // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
+  const trailers = signatures.length === 0 && trailersAllowed(request, params)
+  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures }
 }
 
 /** How the planned fields travel for this payload. */

@@ -3,6 +3,4 @@ export const kRouteParams = Symbol('fastify-digest-fields.routeParams') // route
 export const kResponseState = Symbol('fastify-digest-fields.responseState') // request: what the response stages hand each other
 export const kRequestState = Symbol('fastify-digest-fields.requestState') // request: the body check
 export const kVerification = Symbol('fastify-digest-fields.verification') // request: request.digestVerification (null: worked out when read)
-// Reply: digests of reply.setReprDigest(), an empty map when only reply.setUnencodedDigest() was called (one read tells whether anything was declared).
-export const kDeclared = Symbol('fastify-digest-fields.declared')
-export const kDeclaredUnencoded = Symbol('fastify-digest-fields.declaredUnencoded') // reply: digests of reply.setUnencodedDigest()
+export const kDeclared = Symbol('fastify-digest-fields.declared') // reply: reply.setReprDigest()'s and setUnencodedDigest()'s digests

@@ -4,10 +4,12 @@ import type { FastifyReply } from 'fastify'
 import type { DeclaredDigests, DigestAlgorithm } from '../../../types/index'
 import { ALGORITHMS } from '../../core/algorithms'
 import { FST_DIGEST_INVALID_DECLARED_DIGEST } from '../../core/errors'
-import { kDeclared, kDeclaredUnencoded } from '../symbols'
+import { kDeclared } from '../symbols'
 
 type DeclaredMap = Map<DigestAlgorithm, Buffer>
-interface WithDeclared { [kDeclared]: DeclaredMap | null, [kDeclaredUnencoded]: DeclaredMap | null }
+/** A reply's declarations by field; the slot is null until one is made (one read for the usual response's shortcut, hooks.ts). */
+export interface Declared { repr: DeclaredMap | null, unencoded: DeclaredMap | null }
+interface WithDeclared { [kDeclared]: Declared | null }
 
 function toOctets (algorithm: DigestAlgorithm, value: unknown, length: number): Buffer {
   if (typeof value === 'number') {
@@ -21,8 +23,8 @@ function toOctets (algorithm: DigestAlgorithm, value: unknown, length: number): 
   return Buffer.from(value)
 }
 
-/** `digests`, checked, added to the reply's map under `key` (later declarations win). */
-function declare (reply: WithDeclared, key: typeof kDeclared | typeof kDeclaredUnencoded, digests: DeclaredDigests): void {
+/** `digests`, checked, added to the reply's declarations for `field` (later declarations win). */
+function declare (reply: FastifyReply, field: keyof Declared, digests: DeclaredDigests): FastifyReply {
   if (digests === null || typeof digests !== 'object') throw new FST_DIGEST_INVALID_DECLARED_DIGEST('expected an object of algorithm: digest')
   const declared: DeclaredMap = new Map()
   for (const [name, value] of Object.entries(digests)) {
@@ -31,26 +33,14 @@ function declare (reply: WithDeclared, key: typeof kDeclared | typeof kDeclaredU
     declared.set(info.key, toOctets(info.key, value, info.length))
   }
   // All or nothing: checked before any is kept.
-  reply[key] = new Map([...(reply[key] ?? []), ...declared])
-  // Anything declared takes the reply off the usual response's shortcut (hooks.ts).
-  reply[kDeclared] ??= new Map()
+  const slot = (reply as unknown as WithDeclared)[kDeclared] ??= { repr: null, unencoded: null }
+  slot[field] = new Map([...(slot[field] ?? []), ...declared])
+  return reply
 }
 
-export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
-  declare(this as unknown as WithDeclared, kDeclared, digests)
-  return this
-}
+export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply { return declare(this, 'repr', digests) }
+export function setUnencodedDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply { return declare(this, 'unencoded', digests) }
 
-export function setUnencodedDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
-  declare(this as unknown as WithDeclared, kDeclaredUnencoded, digests)
-  return this
-}
-
-/** The Repr-Digest declarations (empty when only Unencoded-Digest was declared), or null for none at all. */
-export function getDeclared (reply: FastifyReply): DeclaredMap | null {
+export function getDeclared (reply: FastifyReply): Declared | null {
   return (reply as unknown as WithDeclared)[kDeclared]
-}
-
-export function getDeclaredUnencoded (reply: FastifyReply): DeclaredMap | null {
-  return (reply as unknown as WithDeclared)[kDeclaredUnencoded]
 }

@@ -4,11 +4,11 @@ import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestResults } from '../../core/digest-stream'
 import { digestFieldOf, serializeSelected } from '../../core/fields'
-import { getDeclared, getDeclaredUnencoded } from './declared'
+import { getDeclared, type Declared } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
-import { DIGEST_FIELDS, type DigestField, type TrailerHook } from './field-hook'
+import { DIGEST_FIELDS, hasDigestTrailers, type DigestField, type TrailerHook } from './field-hook'
 import type { ResponseState, Payload } from './stages'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
@@ -44,10 +44,11 @@ export function writeFields (
   reply.header('signature', fields.signature)
 }
 
-/** `computed`, with the values of `declared` for `algs` in their place. */
+/** `computed`, with the digests declared for `field` (reply.setReprDigest(), setUnencodedDigest()) for `algs` in their place. */
 function withDeclared (
-  declared: ReadonlyMap<DigestAlgorithm, Buffer> | null, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
+  reply: FastifyReply, field: keyof Declared, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
 ): DigestResults | null {
+  const declared = getDeclared(reply)?.[field] ?? null
   if (declared === null) return computed
   const out: DigestResults = new Map(computed ?? [])
   for (const a of algs) {
@@ -57,36 +58,25 @@ function withDeclared (
   return out
 }
 
-/** Representation digests for `algs`: declared ones (reply.setReprDigest) first, then computed ones. */
-export function reprDigests (reply: FastifyReply, computed: DigestResults | null, algs: readonly DigestAlgorithm[]): DigestResults | null {
-  return withDeclared(getDeclared(reply), computed, algs)
-}
-
 /** Unencoded-Digest's: setUnencodedDigest()'s; then, when the route coded nothing itself (never decoded), setReprDigest()'s and `identity`. */
 export function unencodedDigests (reply: FastifyReply, state: ResponseState, identity: DigestResults | null): DigestResults | null {
   const algs = state.plan.unencoded
-  const computed = state.identityUncoded ? reprDigests(reply, identity, algs) : null
-  return withDeclared(getDeclaredUnencoded(reply), computed, algs)
+  const computed = state.identityUncoded ? withDeclared(reply, 'repr', identity, algs) : null
+  return withDeclared(reply, 'unencoded', computed, algs)
 }
 
-/**
- * The whole representation's digests, from `reprFrom`. 'sent': the identity one or the whole file,
- * unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
- */
-export function wholeOf (
-  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
-): DigestResults | null {
-  const { reprFrom } = state.plan
-  if (reprFrom === 'content') return content
-  if (reprFrom === 'identity') return identity
-  if (reply.getHeader('content-encoding') !== state.reprEncoding) return null
-  return state.file === null ? identity : state.fileCoded
+// The representation's digests: declared ones, else the whole representation's, from `reprFrom`. 'sent': the identity
+// one or the whole file, unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
+export function reprOf (reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null): DigestResults | null {
+  const { reprFrom, reprNeeded } = state.plan
+  let whole = reprFrom === 'content' ? content : identity
+  if (reprFrom === 'sent' && reply.getHeader('content-encoding') !== state.reprEncoding) whole = null
+  else if (reprFrom === 'sent' && state.file !== null) whole = state.fileCoded
+  return withDeclared(reply, 'repr', whole, reprNeeded)
 }
 
-/**
- * The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
- * its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
- */
+// The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
+// its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
 export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null
@@ -108,7 +98,7 @@ export function emitFields (
 ): Payload {
   const { plan } = state
   const strict = plan.mode.strict
-  const repr = reprDigests(reply, wholeOf(reply, state, content, identity), plan.reprNeeded)
+  const repr = reprOf(reply, state, content, identity)
   const refused = decidePrecondition(reply, state, repr)
   if (refused !== null) return refused
   const contentValue = serializeSelected(content, plan.content, strict)
@@ -138,10 +128,8 @@ export function declareTrailer (
   })
 }
 
-/**
- * Fastify 5 joins the Trailer field's names with spaces (lib/reply.js onSendEnd); RFC 9110 §6.6.2 defines
- * a comma-separated list: rewritten in node's writeHead (HTTP/1.1 and HTTP/2).
- */
+// Fastify 5 joins the Trailer field's names with spaces (lib/reply.js onSendEnd); RFC 9110 §6.6.2 defines
+// a comma-separated list: rewritten in node's writeHead (HTTP/1.1 and HTTP/2).
 export function commaSeparatedTrailer (reply: FastifyReply): void {
   const res = reply.raw as unknown as { writeHead: (...args: unknown[]) => unknown }
   const writeHead = res.writeHead
@@ -150,11 +138,6 @@ export function commaSeparatedTrailer (reply: FastifyReply): void {
     if (typeof value === 'string') reply.raw.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
     return writeHead.apply(res, args)
   }
-}
-
-/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
-export function hasDigestTrailers (reply: FastifyReply): boolean {
-  return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
 }
 
 /** A reply sent again (its stream failed before anything went out): its digest trailers and their framing go. */

@@ -5,10 +5,9 @@ import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
-import { describe } from '../../core/option-checks'
-import type { Payload } from './stages'
+import { describe, type DigestParams } from '../../core/option-checks'
+import type { Done, Payload } from './stages'
 
-type Done = (err: Error | null, payload?: Payload) => void
 type TrailerDone = (err: Error | null, value?: string) => void
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>
@@ -16,17 +15,13 @@ type Added = Array<[string, string]>
 
 export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
-/** The digest fields set as headers on `reply`, added to `into`; null when there is none. */
-function headerFields (reply: FastifyReply, into: Fields = {}): Fields | null {
-  let any = false
+/** The digest fields set as headers on `reply`, added to `into`. */
+function headerFields (reply: FastifyReply, into: Fields = {}): Fields {
   for (const name of DIGEST_FIELDS) {
     const value = reply.getHeader(name)
-    if (typeof value === 'string') {
-      into[name] = value
-      any = true
-    }
+    if (typeof value === 'string') into[name] = value
   }
-  return any ? into : null
+  return into
 }
 
 /** The hook's fields, checked: strings or lists of them (RFC 9110 §5.3: one line), naming no digest field. */
@@ -60,11 +55,17 @@ function run (
   else added.then(then, failed)
 }
 
-/** The header section: no digest header, no call; on failure the digests go and the error is the reply's. */
-export function hookHeaders (hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
-  const fields = headerFields(reply)
-  if (fields === null) return done(null, payload)
-  run(hook, request, reply, fields, (added) => {
+/** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
+export function hasDigestTrailers (reply: FastifyReply): boolean {
+  return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
+}
+
+// The fields are final: on, through the hook over the header section unless it runs with the trailers. No digest
+// header, no call; on failure the digests go and the error is the reply's.
+export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
+  const hook = params.onDigestFields
+  if (hook === null || hasDigestTrailers(reply) || !DIGEST_FIELDS.some((name) => typeof reply.getHeader(name) === 'string')) return done(null, payload)
+  run(hook, request, reply, headerFields(reply), (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
   }, (err) => {

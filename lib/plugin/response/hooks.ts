@@ -2,7 +2,6 @@
 // the route's onSend hooks, before @fastify/compress; the content stage last. A route without other
 // onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/option-checks'
 import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
@@ -12,30 +11,21 @@ import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { bufferedContent, bytesRepresentation, isNodeStream, streamRepresentation, streamedContent, unwrapPayload } from './stages'
-import type { Payload, ResponseContext, ResponseState } from './stages'
-import { addVary, dropTrailers, hasDigestTrailers, unencodedDigests, writeFields } from './emit'
-import { hookHeaders } from './field-hook'
+import type { Done, Payload, ResponseContext, ResponseState } from './stages'
+import { addVary, dropTrailers, unencodedDigests, writeFields } from './emit'
+import { fieldsDone } from './field-hook'
 
-type Done = (err: Error | null, payload?: Payload) => void
-
-/** The request decorator's value when the response carries no digest field (only Vary is added). */
-const kNothing = Symbol('nothing')
-
-/** The request decorator kResponseState: what the representation stage hands the content stage. */
-function slot (request: FastifyRequest): { [kResponseState]: ResponseState | typeof kNothing } {
-  return request as unknown as { [kResponseState]: ResponseState | typeof kNothing }
+/** The request decorator kResponseState: what the representation stage hands the content stage; null when no digest field goes (only Vary). */
+function slot (request: FastifyRequest): { [kResponseState]: ResponseState | null } {
+  return request as unknown as { [kResponseState]: ResponseState | null }
 }
 
 type Writer = ((data: string | Buffer) => string) | null
 
-/**
- * A route's plan for a request that asks for nothing, worked out once, and
- * the writer of its shared value; and the same for the last Accept-Signature
- * that came alone (a browser asks in the same words every time).
- */
+// A route's plan for a request that asks for nothing, worked out once, and the writer of its shared value;
+// and the same for the last Accept-Signature that came alone (a browser asks in the same words every time).
 interface Usual {
   readonly plan: FieldPlan | null
-  readonly shared: readonly DigestAlgorithm[] | null
   readonly write: Writer
   asked: { readonly value: string, readonly plan: FieldPlan | null, readonly write: Writer } | null
 }
@@ -46,32 +36,26 @@ function writerOf (plan: FieldPlan | null, params: DigestParams): Writer {
 
 function usualOf (params: DigestParams): Usual {
   const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
-  return { plan, shared: plan?.shared ?? null, write: writerOf(plan, params), asked: null }
+  return { plan, write: writerOf(plan, params), asked: null }
 }
 
 /** The fields for this request: the route's usual plan when the request says nothing that changes it. */
 function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual): FieldPlan | null {
   const h = request.headers
-  if (
-    request.method !== 'HEAD' && h['want-content-digest'] === undefined && h['want-repr-digest'] === undefined &&
+  const asked = h['accept-signature']
+  // `alone`: nothing but Accept-Signature's value can change the plan.
+  const alone = request.method !== 'HEAD' && h['want-content-digest'] === undefined && h['want-repr-digest'] === undefined &&
     h['want-unencoded-digest'] === undefined && h['repr-digest'] === undefined && h.te === undefined
-  ) {
-    const asked = h['accept-signature']
-    if (asked === undefined) return usual.plan
-    // The plan then depends on that one field's value alone.
-    if (usual.asked?.value === asked) return usual.asked.plan
-    const plan = planFields({ method: request.method, httpVersion: request.raw.httpVersion, headers: h }, params)
-    if (typeof asked === 'string') usual.asked = { value: asked, plan, write: writerOf(plan, params) }
-    return plan
-  }
-  return planFields({ method: request.method, httpVersion: request.raw.httpVersion, headers: h }, params)
+  if (alone && asked === undefined) return usual.plan
+  if (alone && usual.asked !== null && usual.asked.value === asked) return usual.asked.plan
+  const plan = planFields({ method: request.method, httpVersion: request.raw.httpVersion, headers: h }, params)
+  if (alone && typeof asked === 'string') usual.asked = { value: asked, plan, write: writerOf(plan, params) }
+  return plan
 }
 
-/**
- * The usual response, the bytes sent being the uncoded representation: a full response of a string or
- * Buffer, nothing declared, fields of one value (plan.shared: no precondition), no coding (at the
- * content stage, none since the representation stage): hashed and written in one step. Else false, nothing changed.
- */
+// The usual response, the bytes sent being the uncoded representation: a full response of a string or Buffer, nothing
+// declared, fields of one value (plan.shared: no precondition), no coding (at the content stage, none since the
+// representation stage): hashed and written in one step. Else false, nothing changed.
 function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan, usual: Usual, signing: boolean): boolean {
   const status = reply.statusCode
   const shared = fields.shared
@@ -81,42 +65,30 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
     (fields.unencoded.length > 0 && !uncoded(reply.getHeader('content-encoding')))
   ) return false
   addVary(reply, signing)
-  const write = shared === usual.shared ? usual.write : shared === usual.asked?.plan?.shared ? usual.asked.write : null
+  const write = shared === usual.plan?.shared ? usual.write : shared === usual.asked?.plan?.shared ? usual.asked.write : null
   const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
   const { content, repr, unencoded } = fields
   writeFields(reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null, fields.signatures)
   return true
 }
 
-/** The fields are final: on, through the onDigestFields hook (field-hook.ts), unless it runs with the trailers. */
-function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
-  const hook = params.onDigestFields
-  if (hook === null || hasDigestTrailers(reply)) done(null, payload)
-  else hookHeaders(hook, request, reply, payload, done)
-}
-
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean): void {
   const state = slot(request)[kResponseState]
-  if (state === kNothing) {
+  if (state === null) {
     addVary(reply, signing)
-    done(null, payload)
-    return
+    return done(null, payload)
   }
   const { plan, params } = state
   if (
     !plan.partial && state.reprPayload !== null && reply.getHeader('content-encoding') === state.reprEncoding &&
     usualResponse(reply, payload, plan, usual, signing)
-  ) {
-    fieldsDone(request, reply, payload, done, params)
-    return
-  }
+  ) return fieldsDone(request, reply, payload, done, params)
   addVary(reply, signing)
   if (plan.transport === 'declared') {
     // No content: Repr-Digest and Unencoded-Digest only when declared.
     const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
-    writeFields(reply, null, serializeSelected(getDeclared(reply), plan.repr, plan.mode.strict), unencoded)
-    fieldsDone(request, reply, payload, done, params)
-    return
+    writeFields(reply, null, serializeSelected(getDeclared(reply)?.repr ?? null, plan.repr, plan.mode.strict), unencoded)
+    return fieldsDone(request, reply, payload, done, params)
   }
   if (!plan.head && isNodeStream(payload)) {
     streamedContent(request, reply, payload, state).then((p) => {
@@ -131,7 +103,7 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
 }
 
 export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
-  fastify.decorateRequest(kResponseState, kNothing)
+  fastify.decorateRequest(kResponseState, null)
   fastify.decorateReply(kStaticFile, null)
   fastify.decorateReply('digestsOmitted', null)
   const files = new FileDigestCache(params.fileCacheSize, {
@@ -155,20 +127,14 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, usual: Usual, both: boolean
   ): void {
     // A state left by an earlier send: this one is fastify's error after it.
-    if (slot(request)[kResponseState] !== kNothing) {
+    if (slot(request)[kResponseState] !== null) {
       dropTrailers(reply)
       ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
-      slot(request)[kResponseState] = kNothing
+      slot(request)[kResponseState] = null
     }
     const fields = fieldsFor(request, routeParams, usual)
-    if (fields === null) {
-      representationDone(request, reply, payload, done, usual, both)
-      return
-    }
-    if (both && usualResponse(reply, payload, fields, usual, signing)) {
-      fieldsDone(request, reply, payload, done, routeParams)
-      return
-    }
+    if (fields === null) return representationDone(request, reply, payload, done, usual, both)
+    if (both && usualResponse(reply, payload, fields, usual, signing)) return fieldsDone(request, reply, payload, done, routeParams)
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
       streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {

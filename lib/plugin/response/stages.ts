@@ -11,60 +11,52 @@ import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type Diges
 import type { FileDigestCache } from '../../core/file-cache'
 import { isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan } from '../../core/response-plan'
 import { checkedFileStream, fileContent, fileDigests, resolveFileResponse, type FileResponse } from './static-files'
-import { commaSeparatedTrailer, declareTrailer, emitFields, reprDigests, unencodedDigests, wholeOf } from './emit'
+import { commaSeparatedTrailer, declareTrailer, emitFields, reprOf, unencodedDigests } from './emit'
 import { TrailerHook } from './field-hook'
 
 export type Payload = unknown
+export type Done = (err: Error | null, payload?: Payload) => void
 type OmissionReason = DigestOmission['reason']
 
-/** Where the response stages keep their shared things (one per plugin instance). */
-export interface ResponseContext {
-  readonly files: FileDigestCache
-  /** The omissions already logged, by reason and route. */
-  readonly warned: Set<string>
-}
+/** What the response stages share (one per plugin instance): the file cache, the omissions logged (by reason and route). */
+export interface ResponseContext { readonly files: FileDigestCache, readonly warned: Set<string> }
 
 const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
 const AS_TRAILERS = 'clients that send "TE: trailers" get them as trailers'
 const RAISE = 'raise maxBufferSize (plugin or route option) above the'
 const SIGNED = 'a signature covers Unencoded-Digest in the header section'
+const DECLARE = 'declare the digest with reply.setReprDigest() when it is known, or'
+const BUFFER = 'set digest: { live: false } on the route to buffer the stream (up to maxBufferSize)'
 
-function fixOf (reason: OmissionReason, head: boolean, trailers: boolean, signed: boolean): string {
-  const asTrailers = trailers ? AS_TRAILERS : `set the trailers option to true, and ${AS_TRAILERS}`
-  if (reason === 'file-not-hashed') {
-    return 'later responses carry them once the file is hashed; to wait for the hash instead, set fileHashing: \'wait\', or ship checksum files next to the files (fileSidecars)'
+// The warning's why and fix, by reason: of a GET (`$T`: how to get trailers), a signed GET (the signature covers a
+// header), a HEAD (no content to carry trailers, RFC 9110 §9.3.2); the GET's when the same.
+type Omission = Record<'why' | 'fix', string> & Partial<Record<'whyHead' | 'fixSigned' | 'fixHead', string>>
+const OMISSIONS: Record<OmissionReason, Omission> = {
+  'over-max-buffer-size': {
+    why: 'the streamed response is larger than maxBufferSize and goes without trailers',
+    whyHead: 'a HEAD hashes at most maxBufferSize bytes of the streamed representation, and it is larger',
+    fix: `${RAISE} response's size, or $T`,
+    fixSigned: `${RAISE} response's size: ${SIGNED}`,
+    fixHead: `${DECLARE} ${RAISE} representation's size`
+  },
+  'live-stream': {
+    why: 'a live stream is never held back for a digest, and it goes without trailers',
+    whyHead: 'the HEAD of a live stream is answered at once, without reading the stream',
+    fix: `$T; or ${BUFFER} instead`,
+    fixSigned: `${BUFFER}: ${SIGNED}`,
+    fixHead: `${DECLARE} set digest: { live: false } on the route to read the stream (up to maxBufferSize)`
+  },
+  'file-not-hashed': {
+    why: 'the file\'s whole-file digests are not known yet (fileHashing: \'background\' answers without waiting for them)',
+    fix: 'later responses carry them once the file is hashed; to wait for the hash instead, set fileHashing: \'wait\', or ship checksum files next to the files (fileSidecars)'
   }
-  // A HEAD has no content to carry trailers (RFC 9110 §9.3.2), nor a signed response (it covers a header).
-  if (reason === 'over-max-buffer-size') {
-    if (head) return `declare the digest with reply.setReprDigest() when it is known, or ${RAISE} representation's size`
-    return signed ? `${RAISE} response's size: ${SIGNED}` : `${RAISE} response's size, or ${asTrailers}`
-  }
-  if (head) {
-    return 'declare the digest with reply.setReprDigest() when it is known, or set digest: { live: false } on the route to read the stream (up to maxBufferSize)'
-  }
-  return signed
-    ? `set digest: { live: false } on the route to buffer the stream (up to maxBufferSize): ${SIGNED}`
-    : `${asTrailers}; or set digest: { live: false } on the route to buffer the stream (up to maxBufferSize) instead`
-}
-
-function whyOf (reason: OmissionReason, head: boolean): string {
-  if (reason === 'over-max-buffer-size') {
-    return head
-      ? 'a HEAD hashes at most maxBufferSize bytes of the streamed representation, and it is larger'
-      : 'the streamed response is larger than maxBufferSize and goes without trailers'
-  }
-  if (reason === 'file-not-hashed') return 'the file\'s whole-file digests are not known yet (fileHashing: \'background\' answers without waiting for them)'
-  return head
-    ? 'the HEAD of a live stream is answered at once, without reading the stream'
-    : 'a live stream is never held back for a digest, and it goes without trailers'
 }
 
 export class ResponseState {
   /** The plan's precondition until it is decided; null once decided early (files). */
   precondition: Precondition | null
-  /** The string/Buffer payload seen by the representation stage. */
+  /** The representation stage's payload: the bytes, or the hasher put around the stream. */
   reprPayload: string | Buffer | null = null
-  /** The hashing wrapper put around a streamed representation. */
   reprStream: DigestTransform | null = null
   /** Representation digests known at the representation stage (HEAD of a stream, a file's), and how many bytes they cover. */
   repr: DigestResults | null = null
@@ -76,18 +68,16 @@ export class ResponseState {
   /** A GET's file stream as passed on: checked at its end against the digests sent with it. */
   fileStream: CheckedStream | null = null
   omitted: OmissionReason | null
+  /** Content-Encoding as the representation stage saw it (compress sets its own later). */
+  readonly reprEncoding: unknown
 
+  // `file`: the file a @fastify/static response stands for (then `repr` holds its identity digests).
   constructor (
-    readonly plan: ResponsePlan,
-    readonly params: DigestParams,
-    readonly context: ResponseContext,
-    /** Content-Encoding as the representation stage saw it (compress sets its own later). */
-    readonly reprEncoding: unknown,
-    /** The file a @fastify/static response stands for (then `repr` holds its identity digests). */
-    readonly file: FileResponse | null
+    readonly plan: ResponsePlan, readonly params: DigestParams, readonly context: ResponseContext, reply: FastifyReply, readonly file: FileResponse | null
   ) {
     this.precondition = plan.precondition
-    this.identityUncoded = uncoded(reprEncoding)
+    this.reprEncoding = reply.getHeader('content-encoding')
+    this.identityUncoded = uncoded(this.reprEncoding)
     this.omitted = plan.omitted
   }
 
@@ -103,11 +93,13 @@ export class ResponseState {
     const key = `${reason} ${route}`
     if (this.context.warned.has(key)) return
     this.context.warned.add(key)
+    const text = OMISSIONS[reason]
     const head = request.method === 'HEAD'
-    const fix = fixOf(reason, head, this.params.trailers, fields.includes('Signature'))
+    const asTrailers = this.params.trailers ? AS_TRAILERS : `set the trailers option to true, and ${AS_TRAILERS}`
+    const fix = (head ? text.fixHead : fields.includes('Signature') ? text.fixSigned : undefined) ?? text.fix.replace('$T', asTrailers)
     request.log.warn(
       { route, reason, fields },
-      `fastify-digest-fields: ${fields.join(', ')} not sent on ${route}: ${whyOf(reason, head)}. Fix: ${fix} (logged once per route)`
+      `fastify-digest-fields: ${fields.join(', ')} not sent on ${route}: ${(head ? text.whyHead : undefined) ?? text.why}. Fix: ${fix} (logged once per route)`
     )
   }
 }
@@ -145,17 +137,15 @@ export function bytesRepresentation (
 ): ResponseState {
   const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
   const plan = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
-  const state = new ResponseState(plan, params, context, reply.getHeader('content-encoding'), null)
+  const state = new ResponseState(plan, params, context, reply, null)
   // No payload: an empty representation, except for a HEAD, whose handler need not produce one.
   if (bytes) state.reprPayload = payload
   else if (request.method !== 'HEAD') state.reprPayload = ''
   return state
 }
 
-/**
- * A HEAD of a stream has no content to carry trailers: the representation hashed now, up to maxBufferSize.
- * Another length than the Content-Length (read before compress removes it) stands for another body.
- */
+// A HEAD of a stream has no content to carry trailers: the representation hashed now, up to maxBufferSize.
+// Another length than the Content-Length (read before compress removes it) stands for another body.
 async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState): Promise<Readable> {
   const length = reply.getHeader('content-length')
   const hasher = hashThrough(stream, state.plan.identityNeeded)
@@ -177,12 +167,11 @@ export async function streamRepresentation (
   // Held across the awaits below: an early error must not be an uncaught exception.
   payload.on('error', heldError)
   const status = reply.statusCode
-  const reprEncoding = reply.getHeader('content-encoding')
   const file = status === 200 || status === 206 ? await resolveFileResponse(request, reply, payload) : null
   // A file is never live: its digests are known before it is sent.
   const live = file === null && isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
   const plan = planDelivery(fields, { kind: 'stream', live, status })
-  const state = new ResponseState(plan, params, context, reprEncoding, file)
+  const state = new ResponseState(plan, params, context, reply, file)
   if (file !== null) {
     await fileDigests(state, file)
     return [file.stream === null ? payload : checkedFileStream(reply, state, file, payload), state]
@@ -258,8 +247,7 @@ export async function streamedContent (
     const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
     // A file's representation digests are known before any byte is sent: headers.
     const file = state.file !== null
-    const repr = (r: FastifyReply): DigestResults | null =>
-      reprDigests(r, plan.reprFrom === 'content' ? hasher.digests : wholeOf(r, state, null, identityOf()), plan.repr)
+    const repr = (r: FastifyReply): DigestResults | null => reprOf(r, state, hasher.digests, plan.reprFrom === 'content' ? null : identityOf())
     declareTrailer(reply, 'content-digest', plan.content, plan.mode.strict, () => hasher.digests, hook)
     declareTrailer(reply, 'repr-digest', plan.repr, plan.mode.strict, repr, hook, file && plan.reprFrom !== 'content')
     declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), hook, file)

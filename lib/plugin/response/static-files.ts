@@ -11,7 +11,7 @@ import { CheckedStream, type DigestResults } from '../../core/digest-stream'
 import { FST_DIGEST_FILE_CHANGED } from '../../core/errors'
 import { hashFile, sameFile, type ByteRange, type StaticFile } from '../../core/file-cache'
 import { NONE, union, type ResponsePlan } from '../../core/response-plan'
-import { decidePrecondition, emitFields, reprDigests, wholeOf } from './emit'
+import { decidePrecondition, emitFields, reprOf } from './emit'
 import type { Payload, ResponseState } from './stages'
 
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
@@ -76,13 +76,12 @@ export async function identityFile (file: StaticFile, encoding: unknown): Promis
 /** A file's representation digests (cache): of its identity file and, strict, of the file as sent. */
 export async function fileDigests (state: ResponseState, file: FileResponse): Promise<void> {
   if (file.stale) return
-  const { files } = state.context
   const { fileIdentity, coded } = state.plan.mode
   const identity = fileIdentity.length === 0 ? file : await identityFile(file, state.reprEncoding)
   if (identity !== file && identity !== null) state.identityUncoded = true
-  state.fileCoded = await files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
+  state.fileCoded = await state.context.files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
   if (identity === file) state.repr = state.fileCoded
-  else if (identity !== null) state.repr = await files.digests(identity, fileIdentity)
+  else if (identity !== null) state.repr = await state.context.files.digests(identity, fileIdentity)
   // Being hashed in the background: left out for now.
   if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) state.omitted = 'file-not-hashed'
 }
@@ -112,15 +111,6 @@ function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: Byte
   return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
 }
 
-/** emitFields() for a file's stream, expecting `content`; the file released when the answer is a 406 instead. */
-function emitFileFields (reply: FastifyReply, stream: CheckedStream, state: ResponseState, content: DigestResults | null): Payload {
-  // What the stream must match at its end: the digests it is sent with.
-  if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
-  const out = emitFields(reply, stream, state, content, state.repr)
-  if (out !== stream) stream.destroy()
-  return out
-}
-
 /** Content stage of a GET for a file, or null to hash its stream as any (coded by compress, a part in a trailer or buffer). */
 export async function fileContent (
   request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
@@ -129,23 +119,27 @@ export async function fileContent (
   const stream = state.fileStream as CheckedStream
   if (plan.reprFrom !== 'content') {
     // The 406 rule decided before anything is sent: the content digest can still go as a trailer.
-    const refused = decidePrecondition(reply, state, reprDigests(reply, wholeOf(reply, state, null, state.repr), plan.reprNeeded))
+    const refused = decidePrecondition(reply, state, reprOf(reply, state, null, state.repr))
     if (refused !== null) {
       stream.destroy()
       ;(payload as Readable).destroy()
       return refused
     }
   }
-  if (payload !== stream) return null
+  if (payload !== stream || (file.range === null && file.stale)) return null
+  let content: DigestResults | null = null
   if (file.range === null) {
-    if (file.stale) return null
     const known = state.fileCoded
-    const content = known !== null && plan.contentHashed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, plan.contentHashed)
-    return content === null ? null : emitFileFields(reply, stream, state, content)
+    content = known !== null && plan.contentHashed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, plan.contentHashed)
+    if (content === null) return null
+  } else if (plan.content.length > 0) {
+    if (!partReadFromFile(plan, params, file.range)) return null
+    content = await hashFile(file, plan.content, file.range)
+    if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
   }
-  if (plan.content.length === 0) return emitFileFields(reply, stream, state, null)
-  if (!partReadFromFile(plan, params, file.range)) return null
-  const content = await hashFile(file, plan.content, file.range)
-  if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
-  return emitFileFields(reply, stream, state, content)
+  // What the stream must match at its end: the digests it is sent with; the file released when the answer is a 406 instead.
+  if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
+  const out = emitFields(reply, stream, state, content, state.repr)
+  if (out !== stream) stream.destroy()
+  return out
 }
