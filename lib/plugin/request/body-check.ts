@@ -15,6 +15,7 @@ import { SourceTap } from '../../core/source-tap'
 import type { DigestParams } from '../../core/option-checks'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
+import { isNodeStream } from '../response/stages'
 import { BodyStream } from './body-stream'
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
@@ -44,26 +45,22 @@ class BodyCheck {
   waitingReply: (() => void) | null = null
 
   constructor (
-    readonly params: DigestParams,
-    readonly claims: Claim[],
-    readonly coding: string | null,
-    /** The fields checked over the decoded content, for error messages. */
-    readonly decodedFields: string,
-    readonly received: DigestAlgorithm[],
-    readonly decoded: DigestAlgorithm[],
+    readonly params: DigestParams, readonly claims: Claim[], readonly coding: string | null,
+    /** The fields checked over the decoded content (for error messages); the algorithms hashed over the bytes received, over the decoded content. */
+    readonly decodedFields: string, readonly received: Set<DigestAlgorithm>, readonly decoded: Set<DigestAlgorithm>,
     /** The route's bodyLimit, which caps decoding. */
-    readonly limit: number,
-    public side: DecodingTap | null
+    readonly limit: number, public side: DecodingTap | null
   ) {}
 }
 
-function problemReply (reply: FastifyReply, failure: Failure): FastifyReply {
-  return reply.code(failure.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+/** The failure's status and headers set on `reply`; its body, a Buffer: for a string fastify adds `; charset=utf-8`, which application/problem+json does not define. */
+function problemBody (reply: FastifyReply, failure: Failure): Buffer {
+  reply.code(failure.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+  return Buffer.from(JSON.stringify(failure.problem))
 }
 
 function sendProblem (reply: FastifyReply, failure: Failure): void {
-  // A Buffer: for a string fastify adds `; charset=utf-8`, which application/problem+json does not define.
-  problemReply(reply, failure).send(Buffer.from(JSON.stringify(failure.problem)))
+  reply.send(problemBody(reply, failure))
 }
 
 function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams): void {
@@ -96,7 +93,7 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   const limit = request.routeOptions.bodyLimit as number
   const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
   const side = decoders === null ? null : new DecodingTap(decoders, decoded, limit)
-  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, [...received], [...decoded], limit, side)
+  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, received, decoded, limit, side)
   done()
 }
 
@@ -118,18 +115,19 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
   if (state === null) return done(null, payload)
   const head = state.head as BodyStream
   // A decoder (as @fastify/compress's is) gives us the decoded bytes.
-  const decodeHere = state.decoded.length > 0 && payload !== head && typeof payload.receivedEncodedLength === 'number'
+  const decodeHere = state.decoded.size > 0 && payload !== head && typeof payload.receivedEncodedLength === 'number'
   if (decodeHere) {
     head.side?.destroy()
     head.side = state.side = null
-  } else if (state.decoded.length > 0 && state.side === null) {
+  } else if (state.decoded.size > 0 && state.side === null) {
     return sendProblem(reply, undecodable(state))
   }
   let stream = head
   if (payload !== head) {
     // An error does not cross a pipe() (and @fastify/compress rewrites it): the reader's stream is ours again.
-    stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null, state.limit)
+    stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null)
     if (decodeHere) {
+      stream.limit = state.limit
       head.endCheck = onHeadEnd(request, state)
       stream.once('close', onStreamClose(request, state))
     }
@@ -167,20 +165,20 @@ function bytesOf (state: BodyCheck): number {
 
 /** The digests of the decoded content. Throws why there are none. */
 function decodedDigests (state: BodyCheck): DigestResults {
-  if (state.decoded.length === 0) return NO_DIGESTS
+  if (state.decoded.size === 0) return NO_DIGESTS
   if (bytesOf(state) === 0) return digestAll(state.decoded, Buffer.alloc(0))
-  const { side, stream } = state
-  const failure = side !== null ? side.failure : (stream as BodyStream).overLimit ? 'too-large' : null
-  if (failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit))
-  if (failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)
-  return side !== null ? side.digests as DigestResults : ((stream as BodyStream).hasher as MultiDigester).digest()
+  const decoder = state.side ?? state.stream as BodyStream
+  if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit))
+  if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)
+  return decoder.digests as DigestResults
 }
 
 /** The failure of the whole body, or null; sets request.digestVerification. */
 function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const { params } = state
   const bytes = bytesOf(state)
-  const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
+  // Null for a head a foreign preParsing stream never read to its end: nothing it vouches for.
+  const received = (state.tap ?? state.head)?.digests ?? NO_DIGESTS
   let fields: FieldVerification[] = []
   let failure: Failure | null
   try {
@@ -200,33 +198,29 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   return failure
 }
 
-/** Records the verdict; `release` ends the stream, or fails it after preValidation; then a waiting reply goes on. */
-function conclude (state: BodyCheck, failure: Failure | null, release?: Parameters<EndCheck>[0]): void {
+/**
+ * Records the verdict once: the body judged, or (`failed` given) nothing verified, `failed` (null: none) answering a waiting reply.
+ * `release` ends the stream, or fails it after preValidation; then a waiting reply goes on.
+ */
+function conclude (request: FastifyRequest, state: BodyCheck, release: Parameters<EndCheck>[0] | null, failed?: Failure | null): void {
+  if (state.checked) return release?.()
   state.checked = true
-  state.failure = failure
-  release?.(failure !== null && state.validated ? failure : null)
+  if (failed === undefined) failed = judgeBody(request, state)
+  else request[kVerification] = { verified: false, reason: 'failed', fields: [] }
+  state.failure = failed
+  release?.(failed !== null && state.validated ? failed : null)
   state.waitingReply?.()
 }
 
-/** Nothing verified, unless a verdict came first; `failure` (null: none) answers a waiting reply. */
-function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Failure | null): void {
-  if (state.checked) return
-  request[kVerification] = { verified: false, reason: 'failed', fields: [] }
-  conclude(state, failure)
-}
-
 function checkAtEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
-  return (release) => {
-    if (state.checked) return release()
-    conclude(state, judgeBody(request, state), release)
-  }
+  return (release) => conclude(request, state, release)
 }
 
 /** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
 function onHeadEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
   return (callback) => {
     if (bytesOf(state) > 0) return callback()
-    checkAtEnd(request, state)((err) => {
+    conclude(request, state, (err) => {
       callback()
       if (err != null) (state.stream as BodyStream).destroy(err)
     })
@@ -235,7 +229,7 @@ function onHeadEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
 
 /** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
 function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
-  return () => concludeFailed(request, state, state.waitingReply === null
+  return () => conclude(request, state, null, state.waitingReply === null
     ? null
     : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
 }
@@ -274,10 +268,6 @@ function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
   }
 }
 
-function isStream (payload: unknown): payload is Readable {
-  return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
-}
-
 // The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
 // a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
@@ -285,15 +275,14 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   if (state === null) return done(null, payload)
   if (state.checked) {
     if (state.failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
-    if (isStream(payload)) payload.destroy()
-    problemReply(reply, state.failure).removeHeader('content-length')
-    return done(null, JSON.stringify(state.failure.problem))
+    if (isNodeStream(payload)) (payload as Readable).destroy()
+    return done(null, problemBody(reply.removeHeader('content-length'), state.failure))
   }
   if (reply.statusCode >= 400) state.tap?.stop()
-  if (reply.statusCode >= 400 || isStream(payload)) return done(null, payload)
-  if (state.head === null && state.decoded.length > 0 && state.side === null) {
+  if (reply.statusCode >= 400 || isNodeStream(payload)) return done(null, payload)
+  if (state.head === null && state.decoded.size > 0 && state.side === null) {
     // Answered before preParsing, which never runs now: nothing decodes these codings.
-    concludeFailed(request, state, undecodable(state))
+    conclude(request, state, null, undecodable(state))
     return onSend(request, reply, payload, done)
   }
   awaitCheck(request, reply, payload, done, state)
@@ -304,7 +293,7 @@ function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unkn
   state.validated = true
   state.waitingReply = () => onSend(request, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
-  const cutOff = (): void => concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
+  const cutOff = (): void => conclude(request, state, null, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
   if (state.tap === null && !unreadRaw(request, state)) {
     // The streams hash it: the last one is read to its end.
     const last = state.stream as BodyStream
@@ -315,7 +304,7 @@ function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unkn
   const tap = state.tap ?? tapRaw(request, state)
   tap.limitRest(state.limit, () => {
     const error = new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit))
-    concludeFailed(request, state, blankFailure(state.params, error, CLOSE))
+    conclude(request, state, null, blankFailure(state.params, error, CLOSE))
   }, cutOff)
   state.stream?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
@@ -344,18 +333,13 @@ function defaultVerification (request: FastifyRequest): DigestVerification | nul
   return { verified: false, reason: hasContent(request.headers) ? 'unread' : 'no-body', fields: [] }
 }
 
-function getVerification (this: FastifyRequest): DigestVerification | null {
-  return this[kVerification] ?? (this[kVerification] = defaultVerification(this))
-}
-
-function putVerification (this: FastifyRequest, value: DigestVerification | null): void {
-  this[kVerification] = value
-}
-
 export function installRequestVerification (fastify: FastifyInstance): RouteHookInstaller<DigestParams> {
   fastify.decorateRequest(kRequestState, null)
   fastify.decorateRequest(kVerification, null)
-  fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
+  fastify.decorateRequest('digestVerification', {
+    getter (this: FastifyRequest) { return this[kVerification] ?? (this[kVerification] = defaultVerification(this)) },
+    setter (this: FastifyRequest, value: DigestVerification | null) { this[kVerification] = value }
+  })
   fastify.addHook('preParsing', hashReceived)
   return {
     onRoute (routeOptions, params) {
