@@ -12,7 +12,7 @@ type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readableState: { ended: boolean } }
 
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
-export const HOLD_BYTES = 1024
+const HOLD_BYTES = 1024
 
 function noop (): void {}
 
@@ -22,9 +22,7 @@ function noop (): void {}
 /** `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody). */
 function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
   return function (this: Readable, error, callback) {
-    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
-      Object.assign(error, { statusCode: 400 })
-    }
+    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') Object.assign(error, { statusCode: 400 })
     destroy.call(this, error, callback)
   }
 }
@@ -41,12 +39,15 @@ export class SourceTap {
   #side: StreamTap | null
   #held: Buffer[] = []
   #heldBytes = 0
-  #allowance = Infinity
-  #overLimit: (() => void) | null = null
-  #wake: (() => void) | null = null
   readonly #onEnd: EndCheck
+  /** Past `allowance` more bytes, `overLimit` runs and the tap stops; `cutOff` runs if the source closes before its end. */
+  allowance = Infinity
+  overLimit: (() => void) | null = null
+  cutOff: (() => void) | null = null
+  /** Called once, on the next tick after the first byte, the checked end, or the source's close. */
+  wake: (() => void) | null = null
   digests: DigestResults | null = null
-  ended = false
+  #ended = false
 
   constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck) {
     const target = source as Source
@@ -63,11 +64,15 @@ export class SourceTap {
         this.#hash(buffered)
         source.unshift(buffered)
       }
-      this.ended = true
+      this.#ended = true
       return
     }
     target.push = SourceTap.#pushThrough(this)
     target._destroy = destroyWithClientStatus(target._destroy)
+    source.once('close', () => {
+      if (this.digests === null) this.cutOff?.()
+      this.#woken()
+    })
     if (buffered !== null) this.#take(buffered)
   }
 
@@ -75,26 +80,9 @@ export class SourceTap {
     return (chunk, encoding) => tap.#onPush(chunk, encoding)
   }
 
-  /** Past `limit` more bytes, `overLimit` runs and the tap stops; `cutOff` runs if the source closes before its end. */
-  limitRest (limit: number, overLimit: () => void, cutOff: () => void): void {
-    this.#allowance = limit
-    this.#overLimit = overLimit
-    this.#source.once('close', () => {
-      if (this.digests === null) cutOff()
-    })
-  }
-
-  /** Call `wake` once, on the next tick after the first byte, the checked end, or the source's close. */
-  awaitData (wake: () => void): void {
-    this.#wake = wake
-    this.#source.once('close', () => this.#woken())
-  }
-
   #woken (): void {
-    const wake = this.#wake
-    if (wake === null) return
-    this.#wake = null
-    process.nextTick(wake)
+    if (this.wake !== null) process.nextTick(this.wake)
+    this.wake = null
   }
 
   /** Give up: hand on everything held, hash nothing more. */
@@ -102,12 +90,12 @@ export class SourceTap {
     this.#side?.destroy()
     this.#side = null
     this.#source.push = this.#push
-    if (!this.ended) this.#flush(false)
+    if (!this.#ended) this.#flush(false)
   }
 
   /** The end check of a source that had ended before the tap. */
   checkEnded (): void {
-    if (this.ended && this.digests === null) this.#end(false)
+    if (this.#ended) this.#end(false)
   }
 
   #hash (chunk: Buffer): void {
@@ -117,15 +105,15 @@ export class SourceTap {
 
   #onPush (chunk: unknown, encoding?: BufferEncoding): boolean {
     if (chunk === null) {
-      this.ended = true
+      this.#ended = true
       this.#end(true)
       return false
     }
     this.#woken()
     const buffer = typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk as Buffer
-    this.#allowance -= buffer.length
-    if (this.#allowance < 0) {
-      const overLimit = this.#overLimit as () => void
+    this.allowance -= buffer.length
+    if (this.allowance < 0) {
+      const overLimit = this.overLimit as () => void
       this.stop()
       overLimit()
       return this.#push.call(this.#source, buffer)

@@ -245,7 +245,7 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
   if (state.checked || headers['content-type'] !== undefined || hasContent(headers)) return answerValidation(reply, state, done)
   const wake = (): void => answerValidation(reply, state, done)
   if (state.tap !== null) {
-    state.tap.awaitData(wake)
+    state.tap.wake = wake
     request.raw.read(0)
   } else {
     (state.stream as BodyStream).once('close', wake).resume()
@@ -302,10 +302,12 @@ function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unkn
     return
   }
   const tap = state.tap ?? tapRaw(request, state)
-  tap.limitRest(state.limit, () => {
+  tap.allowance = state.limit
+  tap.cutOff = cutOff
+  tap.overLimit = () => {
     const error = new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit))
     conclude(request, state, null, blankFailure(state.params, error, CLOSE))
-  }, cutOff)
+  }
   state.stream?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
