@@ -28,9 +28,7 @@ function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_des
 }
 
 /** `_destroy` for a source whose failure has been told: leaves the connection alone. */
-function destroyQuietly (_error: Error | null, callback: (error?: Error | null) => void): void {
-  callback(null)
-}
+const destroyQuietly: Readable['_destroy'] = (_error, callback) => callback(null)
 
 export class SourceTap {
   readonly #source: Source

@@ -1,9 +1,9 @@
 // Request verification: request.digestVerification and the route's hooks (docs/architecture.md,
 // "The Fastify lifecycle, mapped to files"; docs/design.md, "Request verification").
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import type { Readable } from 'node:stream'
+import { finished, type Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
-import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
+import { digestAll, DigestTransform, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
@@ -16,9 +16,9 @@ import type { DigestParams } from '../../core/option-checks'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { isNodeStream } from '../response/stages'
-import { BodyStream } from './body-stream'
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
+type PayloadStream = Readable & { receivedEncodedLength?: unknown }
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,6 +29,45 @@ declare module 'fastify' {
 }
 
 const CLOSE = Object.freeze({ connection: 'close' })
+
+function ignoreError (): void {}
+
+// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): it hashes what passes, feeds a decoder
+// on the side, and its end check fails it for the parser to answer with a 4xx (lib/content-type-parser.js rawBody).
+// It reads its source only once read itself.
+export class BodyStream extends DigestTransform {
+  /** The stream it reads, once its own reader has `started`. */
+  readonly origin: Readable
+  started = false
+
+  constructor (source: PayloadStream, algorithms: Iterable<DigestAlgorithm> | null) {
+    super(algorithms)
+    this.origin = source
+    // A decoder's count, checked against Content-Length and bodyLimit (lib/content-type-parser.js rawBody).
+    if (typeof source.receivedEncodedLength === 'number') {
+      Object.defineProperty(this, 'receivedEncodedLength', { get: () => source.receivedEncodedLength })
+    }
+    // A reader that stops listening must not turn a late error into an uncaught exception.
+    this.on('error', ignoreError)
+  }
+
+  override _read (size: number): void {
+    if (!this.started) {
+      const source = this.origin
+      this.started = true
+      // pipe() carries no errors: the source's error or premature end fails this stream.
+      const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
+      this.once('close', () => {
+        stopWatching()
+        source.unpipe(this)
+        // Given up before the end: drained, as node does for an unread body, to keep the connection.
+        if (!source.readableEnded) source.resume()
+      })
+      source.pipe(this)
+    }
+    super._read(size)
+  }
+}
 
 /** A request's verification: what it claims, where it is hashed, and the verdict. */
 class BodyCheck {
@@ -97,8 +136,6 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   done()
 }
 
-type PayloadStream = Readable & { receivedEncodedLength?: unknown }
-
 /** The instance-level preParsing hook: before the route's (a decoder); also on contexts made before the plugin, without the decorator. */
 function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
@@ -128,11 +165,21 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
     stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null)
     if (decodeHere) {
       stream.limit = state.limit
-      head.endCheck = onHeadEnd(request, state)
-      stream.once('close', onStreamClose(request, state))
+      // Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received.
+      head.endCheck = (callback) => {
+        if (bytesOf(state) > 0) return callback()
+        conclude(request, state, (err) => {
+          callback()
+          if (err != null) stream.destroy(err)
+        })
+      }
+      // Closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure.
+      stream.once('close', () => conclude(request, state, null, state.waitingReply === null
+        ? null
+        : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))))
     }
   }
-  stream.endCheck = checkAtEnd(request, state)
+  stream.endCheck = (release) => conclude(request, state, release)
   done(null, stream)
 }
 
@@ -150,11 +197,8 @@ function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
 
 /** Hashes the unread body at request.raw from now on, whoever reads it; the stream only carries it. */
 function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
-  if (state.head !== null) {
-    state.head.hasher = null
-    state.head.side = null
-  }
-  const tap = state.tap = new SourceTap(request.raw, state.received, state.side, checkAtEnd(request, state))
+  if (state.head !== null) state.head.hasher = state.head.side = null
+  const tap = state.tap = new SourceTap(request.raw, state.received, state.side, (release) => conclude(request, state, release))
   tap.checkEnded()
   return tap
 }
@@ -198,10 +242,8 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   return failure
 }
 
-/**
- * Records the verdict once: the body judged, or (`failed` given) nothing verified, `failed` (null: none) answering a waiting reply.
- * `release` ends the stream, or fails it after preValidation; then a waiting reply goes on.
- */
+// Records the verdict once: the body judged, or (`failed` given) nothing verified, `failed` (null: none) answering a waiting
+// reply. `release` ends the stream, or fails it after preValidation; then a waiting reply goes on.
 function conclude (request: FastifyRequest, state: BodyCheck, release: Parameters<EndCheck>[0] | null, failed?: Failure | null): void {
   if (state.checked) return release?.()
   state.checked = true
@@ -210,28 +252,6 @@ function conclude (request: FastifyRequest, state: BodyCheck, release: Parameter
   state.failure = failed
   release?.(failed !== null && state.validated ? failed : null)
   state.waitingReply?.()
-}
-
-function checkAtEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
-  return (release) => conclude(request, state, release)
-}
-
-/** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
-function onHeadEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
-  return (callback) => {
-    if (bytesOf(state) > 0) return callback()
-    conclude(request, state, (err) => {
-      callback()
-      if (err != null) (state.stream as BodyStream).destroy(err)
-    })
-  }
-}
-
-/** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
-function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
-  return () => conclude(request, state, null, state.waitingReply === null
-    ? null
-    : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
 }
 
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
@@ -285,11 +305,6 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
     conclude(request, state, null, undecodable(state))
     return onSend(request, reply, payload, done)
   }
-  awaitCheck(request, reply, payload, done, state)
-}
-
-/** A success waits while the rest is read and checked. */
-function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes, state: BodyCheck): void {
   state.validated = true
   state.waitingReply = () => onSend(request, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.

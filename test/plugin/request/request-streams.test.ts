@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
-import { BodyStream } from '../../../lib/plugin/request/body-stream'
+import { BodyStream } from '../../../lib/plugin/request/body-check'
 import { contentCoding, createContentDecoders, DecodingTap, DECODABLE_CODINGS, MAX_CODINGS, type DecoderStages } from '../../../lib/core/content-decoding'
 import { zstd } from '../../helpers'
 
