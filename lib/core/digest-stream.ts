@@ -45,9 +45,8 @@ export interface StreamTap {
 /** Runs at the end of the data; an error given to `callback` replaces the clean end. */
 export type EndCheck = (callback: (err?: Error | null) => void) => void
 
-// A pass-through hashing what flows (`hasher` null: nothing), each chunk also written to `side` (a
-// decoder) if any. At its end `digests` is set, then `endCheck` chooses a clean end or an error;
-// with `hold` the last chunk is held back until then.
+// A pass-through hashing what flows (`hasher` null: nothing), each chunk also written to `side` (a decoder) if any. At its
+// end `digests` is set, then `endCheck` chooses a clean end or an error; with `hold` the last chunk is held back until then.
 export class DigestTransform extends Transform {
   hasher: MultiDigester | null
   side: StreamTap | null = null
@@ -97,8 +96,6 @@ export class DigestTransform extends Transform {
   }
 }
 
-const NO_DIGEST = Buffer.alloc(0)
-
 /** A DigestTransform checking bytes against digests taken before (a file's): a mismatch with `expected` fails it with `mismatch()`'s error. */
 export class CheckedStream extends DigestTransform {
   readonly expected: DigestResults = new Map()
@@ -109,7 +106,7 @@ export class CheckedStream extends DigestTransform {
     this.endCheck = (callback) => {
       for (const [algorithm, value] of this.expected) {
         // An algorithm not hashed cannot be vouched for.
-        if (!digestsEqual((this.digests as DigestResults).get(algorithm) ?? NO_DIGEST, value)) return callback(mismatch(algorithm))
+        if (!digestsEqual((this.digests as DigestResults).get(algorithm) ?? Buffer.alloc(0), value)) return callback(mismatch(algorithm))
       }
       callback()
     }

@@ -78,7 +78,7 @@ export function invalidReason (algorithm: string): string {
 type Member = (algorithm: string, claim: Claim) => { header: string }
 
 // The draft's types in the order judged: the outcome each lists, its error, and its member naming each algorithm.
-const TYPED: ReadonlyArray<[string, new (fields: string) => DigestError, { type: string, title: string }, string, Member]> = [
+const TYPED: Array<[string, new (fields: string) => DigestError, { type: string, title: string }, string, Member]> = [
   ['invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests',
     (algorithm, { field }) => ({ algorithm, header: field, reason: invalidReason(algorithm) })],
   // The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
@@ -87,10 +87,8 @@ const TYPED: ReadonlyArray<[string, new (fields: string) => DigestError, { type:
   ['unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', (algorithm, { field }) => ({ algorithm, header: field })]
 ]
 
-/**
- * The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
- * `required` and no field verified: the unsupported algorithms named, or a missing digest.
- */
+// The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
+// `required` and no field verified: the unsupported algorithms named, or a missing digest.
 export function judge (claims: readonly Claim[], fields: readonly FieldVerification[], policy: JudgePolicy, required: boolean): Failure | null {
   for (const [outcome, Refusal, type, member, entry] of TYPED) {
     if (outcome === 'unsupported' && (!required || fields.some((f) => f.ok))) return null

@@ -14,8 +14,6 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
 
-function noop (): void {}
-
 // Functions put on the source come from factories: V8 puts a function literal assigned to
 // a property in the old generation, its context (the body) with it (docs/benchmarks.md).
 
@@ -48,8 +46,7 @@ export class SourceTap {
   #ended = false
 
   constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck) {
-    const target = source as Source
-    this.#source = target
+    const target = this.#source = source as Source
     this.#push = target.push
     this.hasher = new MultiDigester(algorithms)
     this.#side = side
@@ -98,7 +95,7 @@ export class SourceTap {
 
   #hash (chunk: Buffer): void {
     this.hasher.update(chunk)
-    this.#side?.write(chunk, noop)
+    this.#side?.write(chunk, null)
   }
 
   #onPush (chunk: unknown, encoding?: BufferEncoding): boolean {
@@ -132,7 +129,6 @@ export class SourceTap {
     return more
   }
 
-  /** Push what is held, then the end if `end`. */
   #flush (end: boolean): void {
     const held = this.#held
     this.#held = []
@@ -150,9 +146,8 @@ export class SourceTap {
       this.#held = []
       // Emitted, not destroy(): node's IncomingMessage takes that for an abort and
       // closes the socket. Readers destroy the source on it: quietly, it is told.
-      const source = this.#source
-      source._destroy = destroyQuietly
-      if (source.listenerCount('error') > 0) source.emit('error', err)
+      this.#source._destroy = destroyQuietly
+      if (this.#source.listenerCount('error') > 0) this.#source.emit('error', err)
     }
     const check = (): void => {
       this.#onEnd(release)

@@ -32,9 +32,8 @@ const CLOSE = Object.freeze({ connection: 'close' })
 
 function ignoreError (): void {}
 
-// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): it hashes what passes, feeds a decoder
-// on the side, and its end check fails it for the parser to answer with a 4xx (lib/content-type-parser.js rawBody).
-// It reads its source only once read itself.
+// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md), reading its source only once read itself;
+// an error from its end check is the parser's to answer with a 4xx (lib/content-type-parser.js rawBody).
 export class BodyStream extends DigestTransform {
   /** The stream it reads, once its own reader has `started`. */
   readonly origin: Readable
@@ -44,9 +43,7 @@ export class BodyStream extends DigestTransform {
     super(algorithms)
     this.origin = source
     // A decoder's count, checked against Content-Length and bodyLimit (lib/content-type-parser.js rawBody).
-    if (typeof source.receivedEncodedLength === 'number') {
-      Object.defineProperty(this, 'receivedEncodedLength', { get: () => source.receivedEncodedLength })
-    }
+    if (typeof source.receivedEncodedLength === 'number') Object.defineProperty(this, 'receivedEncodedLength', { get: () => source.receivedEncodedLength })
     // A reader that stops listening must not turn a late error into an uncaught exception.
     this.on('error', ignoreError)
   }
@@ -69,7 +66,7 @@ export class BodyStream extends DigestTransform {
   }
 }
 
-/** A request's verification: what it claims, where it is hashed, and the verdict. */
+/** A request's verification: what it claims, where it is hashed (`limit`: the route's bodyLimit, which caps decoding), and the verdict. */
 class BodyCheck {
   /** The first stream: the bytes as received (null: preParsing has not run). */
   head: BodyStream | null = null
@@ -85,9 +82,8 @@ class BodyCheck {
 
   constructor (
     readonly params: DigestParams, readonly claims: Claim[], readonly coding: string | null,
-    /** The fields checked over the decoded content (for error messages); the algorithms hashed over the bytes received, over the decoded content. */
+    /** The fields checked over the decoded content (for messages); the algorithms hashed over the bytes received, over the decoded content. */
     readonly decodedFields: string, readonly received: Set<DigestAlgorithm>, readonly decoded: Set<DigestAlgorithm>,
-    /** The route's bodyLimit, which caps decoding. */
     readonly limit: number, public side: DecodingTap | null
   ) {}
 }
