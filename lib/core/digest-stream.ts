@@ -84,7 +84,7 @@ export class DigestTransform extends Transform {
   #end (callback: TransformCallback): void {
     // A side decoder dropped because this stream was destroyed answers too.
     if (this.destroyed) return
-    this.digests = this.hasher?.digest() ?? null
+    this.digests ??= this.hasher?.digest() ?? null
     const held = this.#held
     if (this.endCheck === null) callback(null, held)
     else this.endCheck(held === null ? callback : (err) => callback(err, held))

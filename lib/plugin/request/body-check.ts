@@ -217,8 +217,10 @@ function decodedDigests (state: BodyCheck): DigestResults {
 function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const { params } = state
   const bytes = bytesOf(state)
-  // Null for a head a foreign preParsing stream never read to its end: nothing it vouches for.
-  const received = (state.tap ?? state.head)?.digests ?? NO_DIGESTS
+  const head = state.head as BodyStream
+  // A head that a foreign preParsing stream never read to its end: the digests of what it hashed.
+  if (state.tap === null && head.digests === null) head.digests = (head.hasher as MultiDigester).digest()
+  const received = (state.tap ?? head).digests as DigestResults
   let fields: FieldVerification[] = []
   let failure: Failure | null
   try {
