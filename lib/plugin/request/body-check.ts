@@ -35,15 +35,13 @@ function ignoreError (): void {}
 // The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md), reading its source only once read itself;
 // an error from its end check is the parser's to answer with a 4xx (lib/content-type-parser.js rawBody).
 export class BodyStream extends DigestTransform {
-  /** The stream it reads, once its own reader has `started`. */
-  readonly origin: Readable
+  /** `origin` is read once this stream's own reader has `started`. */
   started = false
 
-  constructor (source: PayloadStream, algorithms: Iterable<DigestAlgorithm> | null) {
+  constructor (readonly origin: PayloadStream, algorithms: Iterable<DigestAlgorithm> | null) {
     super(algorithms)
-    this.origin = source
     // A decoder's count, checked against Content-Length and bodyLimit (lib/content-type-parser.js rawBody).
-    if (typeof source.receivedEncodedLength === 'number') Object.defineProperty(this, 'receivedEncodedLength', { get: () => source.receivedEncodedLength })
+    if (typeof origin.receivedEncodedLength === 'number') Object.defineProperty(this, 'receivedEncodedLength', { get: () => origin.receivedEncodedLength })
     // A reader that stops listening must not turn a late error into an uncaught exception.
     this.on('error', ignoreError)
   }
