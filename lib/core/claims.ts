@@ -45,11 +45,9 @@ export function readClaims (section: Record<string, string | string[] | undefine
   return claims
 }
 
-/**
- * Adds to `received` the algorithms to hash over the bytes as received, to `decoded` those over the
- * decoded content: the enabled ones the claims name (others are ignored, RFC 9530 §2, §3), every
- * enabled one for a field the Trailer field announces (RFC 9110 §6.6.2). Returns the decoded fields.
- */
+// Adds to `received` the algorithms to hash over the bytes as received, to `decoded` those over the decoded content: the
+// enabled ones the claims name (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field
+// announces (RFC 9110 §6.6.2). Returns the decoded fields.
 export function collectAlgorithms (
   received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, claims: readonly Claim[],
   trailer: string | undefined, policy: ClaimPolicy, coding: string | null
@@ -57,9 +55,7 @@ export function collectAlgorithms (
   const decodedFields = new Set<string>()
   for (const claim of claims) {
     if (claim.decoded) decodedFields.add(claim.field)
-    for (const algorithm of usableAlgorithms(claim.received, policy.algorithms)) {
-      (claim.decoded ? decoded : received).add(algorithm)
-    }
+    for (const algorithm of usableAlgorithms(claim.received, policy.algorithms)) (claim.decoded ? decoded : received).add(algorithm)
   }
   for (const name of trailer === undefined ? [] : trailer.split(',')) {
     const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]

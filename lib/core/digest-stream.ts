@@ -34,57 +34,82 @@ export function digestAll (algorithms: Iterable<DigestAlgorithm>, data: Buffer |
   return out
 }
 
-/** A pass-through that hashes what flows; `digests` is set before its readable side ends. */
-export class DigestTransform extends Transform {
-  readonly #hasher: MultiDigester
-  digests: DigestResults | null = null
+// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes
+// more now, else calls `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
+export interface StreamTap {
+  write (chunk: Uint8Array, next: (() => void) | null): boolean
+  end (done: () => void): void
+  destroy (): void
+}
 
-  constructor (algorithms: Iterable<DigestAlgorithm>) {
+/** Runs at the end of the data; an error given to `callback` replaces the clean end. */
+export type EndCheck = (callback: (err?: Error | null) => void) => void
+
+// A pass-through hashing what flows (`hasher` null: nothing), each chunk also written to `side` (a decoder) if any. At its
+// end `digests` is set, then `endCheck` chooses a clean end or an error; with `hold` the last chunk is held back until then.
+export class DigestTransform extends Transform {
+  hasher: MultiDigester | null
+  side: StreamTap | null = null
+  endCheck: EndCheck | null = null
+  digests: DigestResults | null = null
+  hold = false
+  #held: Buffer | null = null
+  /** Past `limit` bytes hashing stops, with `failure` 'too-large': the digests are of a prefix only. */
+  limit = Infinity
+  failure: 'too-large' | null = null
+
+  constructor (algorithms: Iterable<DigestAlgorithm> | null) {
     super()
-    this.#hasher = new MultiDigester(algorithms)
+    this.hasher = algorithms === null ? null : new MultiDigester(algorithms)
   }
 
   override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#hasher.update(chunk)
-    callback(null, chunk)
+    const hasher = this.hasher
+    if (hasher !== null && this.failure === null) {
+      if (hasher.bytes + chunk.length > this.limit) this.failure = 'too-large'
+      else hasher.update(chunk)
+    }
+    if (this.hold) {
+      const held = this.#held
+      this.#held = chunk
+      callback(null, held)
+    } else if (this.side?.write(chunk, () => callback(null, chunk)) !== false) callback(null, chunk)
   }
 
   override _flush (callback: TransformCallback): void {
-    this.digests = this.#hasher.digest()
-    callback()
+    if (this.side === null) this.#end(callback)
+    else this.side.end(() => this.#end(callback))
+  }
+
+  #end (callback: TransformCallback): void {
+    // A side decoder dropped because this stream was destroyed answers too.
+    if (this.destroyed) return
+    this.digests ??= this.hasher?.digest() ?? null
+    const held = this.#held
+    if (this.endCheck === null) callback(null, held)
+    else this.endCheck(held === null ? callback : (err) => callback(err, held))
+  }
+
+  override _destroy (err: Error | null, callback: (error?: Error | null) => void): void {
+    this.side?.destroy()
+    callback(err)
   }
 }
 
-const NO_DIGEST = Buffer.alloc(0)
-
-// A pass-through checking bytes against digests taken before (a file's): the last chunk is held
-// back until every digest in `expected` matches, else it fails with `mismatch()`'s error.
-export class CheckedStream extends Transform {
-  readonly #hasher: MultiDigester
-  readonly #mismatch: (algorithm: DigestAlgorithm) => Error
-  #held: Buffer | null = null
+/** A DigestTransform checking bytes against digests taken before (a file's): a mismatch with `expected` fails it with `mismatch()`'s error. */
+export class CheckedStream extends DigestTransform {
   readonly expected: DigestResults = new Map()
 
   constructor (algorithms: Iterable<DigestAlgorithm>, mismatch: (algorithm: DigestAlgorithm) => Error) {
-    super()
-    this.#hasher = new MultiDigester(algorithms)
-    this.#mismatch = mismatch
-  }
-
-  override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.#hasher.update(chunk)
-    if (this.#held !== null) this.push(this.#held)
-    this.#held = chunk
-    callback()
-  }
-
-  override _flush (callback: TransformCallback): void {
-    const actual = this.#hasher.digest()
-    for (const [algorithm, value] of this.expected) {
-      // An algorithm not hashed cannot be vouched for.
-      if (!digestsEqual(actual.get(algorithm) ?? NO_DIGEST, value)) return callback(this.#mismatch(algorithm))
+    super(algorithms)
+    this.hold = true
+    this.endCheck = (callback) => {
+      for (const [algorithm, value] of this.expected) {
+        // An algorithm not hashed cannot be vouched for.
+        if (!digestsEqual((this.digests as DigestResults).get(algorithm) ?? Buffer.alloc(0), value)) return callback(mismatch(algorithm))
+      }
+      callback()
     }
-    callback(null, this.#held ?? undefined)
   }
 }
 
@@ -111,14 +136,3 @@ export async function collectUpTo (stream: DigestTransform, limit: number): Prom
   }
   return { chunks, rest: null, bytes }
 }
-
-// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes
-// more now, else calls `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
-export interface StreamTap {
-  write (chunk: Uint8Array, next: (() => void) | null): boolean
-  end (done: () => void): void
-  destroy (): void
-}
-
-/** Runs at the end of the data; an error given to `callback` replaces the clean end. */
-export type EndCheck = (callback: (err?: Error | null) => void) => void

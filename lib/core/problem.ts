@@ -24,14 +24,7 @@ export const PROBLEM_TYPES = Object.freeze({
 // Status phrases of RFC 9110 §15.
 const STATUS_TITLES: Readonly<Record<number, string>> = { 400: 'Bad Request', 406: 'Not Acceptable', 413: 'Content Too Large', 415: 'Unsupported Media Type' }
 
-export interface ProblemDetails {
-  type: string
-  title: string
-  status: number
-  detail: string
-  code: string
-  [member: string]: unknown
-}
+export interface ProblemDetails { type: string, title: string, status: number, detail: string, code: string, [member: string]: unknown }
 
 /** The Want-* fields are cached per policy object. */
 type JudgePolicy = Pick<DigestParams, 'algorithms'>
@@ -76,45 +69,38 @@ export function check (claims: readonly Claim[], policy: JudgePolicy, received: 
   return claims.map((claim) => verifyDigests(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms))
 }
 
-type Member = (algorithm: string, claim: Claim) => { header: string }
-
-/** The draft's problem listing every member with `outcome`, or null when none has it. */
-function typedFailure (
-  policy: JudgePolicy, claims: readonly Claim[], fields: readonly FieldVerification[], outcome: string,
-  Refusal: new (fields: string) => DigestError, type: { type: string, title: string }, member: string, entry: Member
-): Failure | null {
-  const entries: Array<{ header: string }> = []
-  for (let i = 0; i < fields.length; i++) {
-    for (const result of (fields[i] as FieldVerification).results) {
-      if (result.outcome === outcome) entries.push(entry(result.algorithm, claims[i] as Claim))
-    }
-  }
-  if (entries.length === 0) return null
-  const error = new Refusal(fieldList(entries.map((e) => e.header)))
-  return makeFailure(policy, error, { ...type, status: error.statusCode, detail: error.message, code: error.code, [member]: entries })
-}
-
 /** The `reason` of an invalid value: its length is wrong, or no algorithm of that name exists. */
 export function invalidReason (algorithm: string): string {
   const length = ALGORITHMS.get(algorithm as DigestAlgorithm)?.length
   return length === undefined ? 'digest value cannot be produced by the algorithm' : `digest value is not ${length} bytes long`
 }
 
-const invalidMember: Member = (algorithm, { field }) => ({ algorithm, header: field, reason: invalidReason(algorithm) })
-// The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
-const mismatchedMember: Member = (algorithm, { field, received }) =>
-  ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header: field })
-const unsupportedMember: Member = (algorithm, { field }) => ({ algorithm, header: field })
+type Member = (algorithm: string, claim: Claim) => { header: string }
 
-/**
- * The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
- * `required` and no field verified: the unsupported algorithms named, or a missing digest.
- */
+// The draft's types in the order judged: the outcome each lists, its error, and its member naming each algorithm.
+const TYPED: Array<[string, new (fields: string) => DigestError, { type: string, title: string }, string, Member]> = [
+  ['invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests',
+    (algorithm, { field }) => ({ algorithm, header: field, reason: invalidReason(algorithm) })],
+  // The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
+  ['mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', (algorithm, { field, received }) =>
+    ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header: field })],
+  ['unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', (algorithm, { field }) => ({ algorithm, header: field })]
+]
+
+// The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
+// `required` and no field verified: the unsupported algorithms named, or a missing digest.
 export function judge (claims: readonly Claim[], fields: readonly FieldVerification[], policy: JudgePolicy, required: boolean): Failure | null {
-  return typedFailure(policy, claims, fields, 'invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests', invalidMember) ??
-    typedFailure(policy, claims, fields, 'mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', mismatchedMember) ??
-    (!required || fields.some((f) => f.ok)
-      ? null
-      : typedFailure(policy, claims, fields, 'unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', unsupportedMember) ??
-        blankFailure(policy, new FST_DIGEST_MISSING()))
+  for (const [outcome, Refusal, type, member, entry] of TYPED) {
+    if (outcome === 'unsupported' && (!required || fields.some((f) => f.ok))) return null
+    const entries: Array<{ header: string }> = []
+    for (let i = 0; i < fields.length; i++) {
+      for (const result of (fields[i] as FieldVerification).results) {
+        if (result.outcome === outcome) entries.push(entry(result.algorithm, claims[i] as Claim))
+      }
+    }
+    if (entries.length === 0) continue
+    const error = new Refusal(fieldList(entries.map((e) => e.header)))
+    return makeFailure(policy, error, { ...type, status: error.statusCode, detail: error.message, code: error.code, [member]: entries })
+  }
+  return blankFailure(policy, new FST_DIGEST_MISSING())
 }

@@ -12,9 +12,7 @@ type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readableState: { ended: boolean } }
 
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
-export const HOLD_BYTES = 1024
-
-function noop (): void {}
+const HOLD_BYTES = 1024
 
 // Functions put on the source come from factories: V8 puts a function literal assigned to
 // a property in the old generation, its context (the body) with it (docs/benchmarks.md).
@@ -22,17 +20,13 @@ function noop (): void {}
 /** `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody). */
 function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
   return function (this: Readable, error, callback) {
-    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
-      Object.assign(error, { statusCode: 400 })
-    }
+    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') Object.assign(error, { statusCode: 400 })
     destroy.call(this, error, callback)
   }
 }
 
 /** `_destroy` for a source whose failure has been told: leaves the connection alone. */
-function destroyQuietly (_error: Error | null, callback: (error?: Error | null) => void): void {
-  callback(null)
-}
+const destroyQuietly: Readable['_destroy'] = (_error, callback) => callback(null)
 
 export class SourceTap {
   readonly #source: Source
@@ -41,16 +35,18 @@ export class SourceTap {
   #side: StreamTap | null
   #held: Buffer[] = []
   #heldBytes = 0
-  #allowance = Infinity
-  #overLimit: (() => void) | null = null
-  #wake: (() => void) | null = null
   readonly #onEnd: EndCheck
+  /** Past `allowance` more bytes, `overLimit` runs and the tap stops; `cutOff` runs if the source closes before its end. */
+  allowance = Infinity
+  overLimit: (() => void) | null = null
+  cutOff: (() => void) | null = null
+  /** Called once, on the next tick after the first byte, the checked end, or the source's close. */
+  wake: (() => void) | null = null
   digests: DigestResults | null = null
-  ended = false
+  #ended = false
 
   constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck) {
-    const target = source as Source
-    this.#source = target
+    const target = this.#source = source as Source
     this.#push = target.push
     this.hasher = new MultiDigester(algorithms)
     this.#side = side
@@ -63,11 +59,15 @@ export class SourceTap {
         this.#hash(buffered)
         source.unshift(buffered)
       }
-      this.ended = true
+      this.#ended = true
       return
     }
     target.push = SourceTap.#pushThrough(this)
     target._destroy = destroyWithClientStatus(target._destroy)
+    source.once('close', () => {
+      if (this.digests === null) this.cutOff?.()
+      this.#woken()
+    })
     if (buffered !== null) this.#take(buffered)
   }
 
@@ -75,26 +75,9 @@ export class SourceTap {
     return (chunk, encoding) => tap.#onPush(chunk, encoding)
   }
 
-  /** Past `limit` more bytes, `overLimit` runs and the tap stops; `cutOff` runs if the source closes before its end. */
-  limitRest (limit: number, overLimit: () => void, cutOff: () => void): void {
-    this.#allowance = limit
-    this.#overLimit = overLimit
-    this.#source.once('close', () => {
-      if (this.digests === null) cutOff()
-    })
-  }
-
-  /** Call `wake` once, on the next tick after the first byte, the checked end, or the source's close. */
-  awaitData (wake: () => void): void {
-    this.#wake = wake
-    this.#source.once('close', () => this.#woken())
-  }
-
   #woken (): void {
-    const wake = this.#wake
-    if (wake === null) return
-    this.#wake = null
-    process.nextTick(wake)
+    if (this.wake !== null) process.nextTick(this.wake)
+    this.wake = null
   }
 
   /** Give up: hand on everything held, hash nothing more. */
@@ -102,30 +85,30 @@ export class SourceTap {
     this.#side?.destroy()
     this.#side = null
     this.#source.push = this.#push
-    if (!this.ended) this.#flush(false)
+    if (!this.#ended) this.#flush(false)
   }
 
   /** The end check of a source that had ended before the tap. */
   checkEnded (): void {
-    if (this.ended && this.digests === null) this.#end(false)
+    if (this.#ended) this.#end(false)
   }
 
   #hash (chunk: Buffer): void {
     this.hasher.update(chunk)
-    this.#side?.write(chunk, noop)
+    this.#side?.write(chunk, null)
   }
 
   #onPush (chunk: unknown, encoding?: BufferEncoding): boolean {
     if (chunk === null) {
-      this.ended = true
+      this.#ended = true
       this.#end(true)
       return false
     }
     this.#woken()
     const buffer = typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk as Buffer
-    this.#allowance -= buffer.length
-    if (this.#allowance < 0) {
-      const overLimit = this.#overLimit as () => void
+    this.allowance -= buffer.length
+    if (this.allowance < 0) {
+      const overLimit = this.overLimit as () => void
       this.stop()
       overLimit()
       return this.#push.call(this.#source, buffer)
@@ -146,7 +129,6 @@ export class SourceTap {
     return more
   }
 
-  /** Push what is held, then the end if `end`. */
   #flush (end: boolean): void {
     const held = this.#held
     this.#held = []
@@ -164,9 +146,8 @@ export class SourceTap {
       this.#held = []
       // Emitted, not destroy(): node's IncomingMessage takes that for an abort and
       // closes the socket. Readers destroy the source on it: quietly, it is told.
-      const source = this.#source
-      source._destroy = destroyQuietly
-      if (source.listenerCount('error') > 0) source.emit('error', err)
+      this.#source._destroy = destroyQuietly
+      if (this.#source.listenerCount('error') > 0) this.#source.emit('error', err)
     }
     const check = (): void => {
       this.#onEnd(release)

@@ -1,9 +1,9 @@
 // Request verification: request.digestVerification and the route's hooks (docs/architecture.md,
 // "The Fastify lifecycle, mapped to files"; docs/design.md, "Request verification").
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import type { Readable } from 'node:stream'
+import { finished, type Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
-import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
+import { digestAll, DigestTransform, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
@@ -15,9 +15,10 @@ import { SourceTap } from '../../core/source-tap'
 import type { DigestParams } from '../../core/option-checks'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
-import { BodyStream } from './body-stream'
+import { isNodeStream } from '../response/stages'
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
+type PayloadStream = Readable & { receivedEncodedLength?: unknown }
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,7 +30,41 @@ declare module 'fastify' {
 
 const CLOSE = Object.freeze({ connection: 'close' })
 
-/** A request's verification: what it claims, where it is hashed, and the verdict. */
+function ignoreError (): void {}
+
+// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md), reading its source only once read itself;
+// an error from its end check is the parser's to answer with a 4xx (lib/content-type-parser.js rawBody).
+export class BodyStream extends DigestTransform {
+  /** `origin` is read once this stream's own reader has `started`. */
+  started = false
+
+  constructor (readonly origin: PayloadStream, algorithms: Iterable<DigestAlgorithm> | null) {
+    super(algorithms)
+    // A decoder's count, checked against Content-Length and bodyLimit (lib/content-type-parser.js rawBody).
+    if (typeof origin.receivedEncodedLength === 'number') Object.defineProperty(this, 'receivedEncodedLength', { get: () => origin.receivedEncodedLength })
+    // A reader that stops listening must not turn a late error into an uncaught exception.
+    this.on('error', ignoreError)
+  }
+
+  override _read (size: number): void {
+    if (!this.started) {
+      const source = this.origin
+      this.started = true
+      // pipe() carries no errors: the source's error or premature end fails this stream.
+      const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
+      this.once('close', () => {
+        stopWatching()
+        source.unpipe(this)
+        // Given up before the end: drained, as node does for an unread body, to keep the connection.
+        if (!source.readableEnded) source.resume()
+      })
+      source.pipe(this)
+    }
+    super._read(size)
+  }
+}
+
+/** A request's verification: what it claims, where it is hashed (`limit`: the route's bodyLimit, which caps decoding), and the verdict. */
 class BodyCheck {
   /** The first stream: the bytes as received (null: preParsing has not run). */
   head: BodyStream | null = null
@@ -44,26 +79,21 @@ class BodyCheck {
   waitingReply: (() => void) | null = null
 
   constructor (
-    readonly params: DigestParams,
-    readonly claims: Claim[],
-    readonly coding: string | null,
-    /** The fields checked over the decoded content, for error messages. */
-    readonly decodedFields: string,
-    readonly received: DigestAlgorithm[],
-    readonly decoded: DigestAlgorithm[],
-    /** The route's bodyLimit, which caps decoding. */
-    readonly limit: number,
-    public side: DecodingTap | null
+    readonly params: DigestParams, readonly claims: Claim[], readonly coding: string | null,
+    /** The fields checked over the decoded content (for messages); the algorithms hashed over the bytes received, over the decoded content. */
+    readonly decodedFields: string, readonly received: Set<DigestAlgorithm>, readonly decoded: Set<DigestAlgorithm>,
+    readonly limit: number, public side: DecodingTap | null
   ) {}
 }
 
-function problemReply (reply: FastifyReply, failure: Failure): FastifyReply {
-  return reply.code(failure.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+/** The failure's status and headers set on `reply`; its body, a Buffer: for a string fastify adds `; charset=utf-8`, which application/problem+json does not define. */
+function problemBody (reply: FastifyReply, failure: Failure): Buffer {
+  reply.code(failure.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
+  return Buffer.from(JSON.stringify(failure.problem))
 }
 
 function sendProblem (reply: FastifyReply, failure: Failure): void {
-  // A Buffer: for a string fastify adds `; charset=utf-8`, which application/problem+json does not define.
-  problemReply(reply, failure).send(Buffer.from(JSON.stringify(failure.problem)))
+  reply.send(problemBody(reply, failure))
 }
 
 function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams): void {
@@ -96,11 +126,9 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   const limit = request.routeOptions.bodyLimit as number
   const decoders = decoded.size > 0 ? createContentDecoders(coding as string) : null
   const side = decoders === null ? null : new DecodingTap(decoders, decoded, limit)
-  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, [...received], [...decoded], limit, side)
+  request[kRequestState] = new BodyCheck(params, claims, coding, decodedFields, received, decoded, limit, side)
   done()
 }
-
-type PayloadStream = Readable & { receivedEncodedLength?: unknown }
 
 /** The instance-level preParsing hook: before the route's (a decoder); also on contexts made before the plugin, without the decorator. */
 function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
@@ -118,23 +146,34 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
   if (state === null) return done(null, payload)
   const head = state.head as BodyStream
   // A decoder (as @fastify/compress's is) gives us the decoded bytes.
-  const decodeHere = state.decoded.length > 0 && payload !== head && typeof payload.receivedEncodedLength === 'number'
+  const decodeHere = state.decoded.size > 0 && payload !== head && typeof payload.receivedEncodedLength === 'number'
   if (decodeHere) {
     head.side?.destroy()
     head.side = state.side = null
-  } else if (state.decoded.length > 0 && state.side === null) {
+  } else if (state.decoded.size > 0 && state.side === null) {
     return sendProblem(reply, undecodable(state))
   }
   let stream = head
   if (payload !== head) {
     // An error does not cross a pipe() (and @fastify/compress rewrites it): the reader's stream is ours again.
-    stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null, state.limit)
+    stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null)
     if (decodeHere) {
-      head.endCheck = onHeadEnd(request, state)
-      stream.once('close', onStreamClose(request, state))
+      stream.limit = state.limit
+      // Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received.
+      head.endCheck = (callback) => {
+        if (bytesOf(state) > 0) return callback()
+        conclude(request, state, (err) => {
+          callback()
+          if (err != null) stream.destroy(err)
+        })
+      }
+      // Closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure.
+      stream.once('close', () => conclude(request, state, null, state.waitingReply === null
+        ? null
+        : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))))
     }
   }
-  stream.endCheck = checkAtEnd(request, state)
+  stream.endCheck = (release) => conclude(request, state, release)
   done(null, stream)
 }
 
@@ -152,11 +191,8 @@ function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
 
 /** Hashes the unread body at request.raw from now on, whoever reads it; the stream only carries it. */
 function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
-  if (state.head !== null) {
-    state.head.hasher = null
-    state.head.side = null
-  }
-  const tap = state.tap = new SourceTap(request.raw, state.received, state.side, checkAtEnd(request, state))
+  if (state.head !== null) state.head.hasher = state.head.side = null
+  const tap = state.tap = new SourceTap(request.raw, state.received, state.side, (release) => conclude(request, state, release))
   tap.checkEnded()
   return tap
 }
@@ -167,20 +203,22 @@ function bytesOf (state: BodyCheck): number {
 
 /** The digests of the decoded content. Throws why there are none. */
 function decodedDigests (state: BodyCheck): DigestResults {
-  if (state.decoded.length === 0) return NO_DIGESTS
+  if (state.decoded.size === 0) return NO_DIGESTS
   if (bytesOf(state) === 0) return digestAll(state.decoded, Buffer.alloc(0))
-  const { side, stream } = state
-  const failure = side !== null ? side.failure : (stream as BodyStream).overLimit ? 'too-large' : null
-  if (failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit))
-  if (failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)
-  return side !== null ? side.digests as DigestResults : ((stream as BodyStream).hasher as MultiDigester).digest()
+  const decoder = state.side ?? state.stream as BodyStream
+  if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(state.decodedFields, String(state.limit))
+  if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)
+  return decoder.digests as DigestResults
 }
 
 /** The failure of the whole body, or null; sets request.digestVerification. */
 function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const { params } = state
   const bytes = bytesOf(state)
-  const received = state.tap !== null ? state.tap.digests as DigestResults : ((state.head as BodyStream).hasher as MultiDigester).digest()
+  const head = state.head as BodyStream
+  // A head that a foreign preParsing stream never read to its end: the digests of what it hashed.
+  if (state.tap === null && head.digests === null) head.digests = (head.hasher as MultiDigester).digest()
+  const received = (state.tap ?? head).digests as DigestResults
   let fields: FieldVerification[] = []
   let failure: Failure | null
   try {
@@ -200,44 +238,16 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   return failure
 }
 
-/** Records the verdict; `release` ends the stream, or fails it after preValidation; then a waiting reply goes on. */
-function conclude (state: BodyCheck, failure: Failure | null, release?: Parameters<EndCheck>[0]): void {
+// Records the verdict once: the body judged, or (`failed` given) nothing verified, `failed` (null: none) answering a waiting
+// reply. `release` ends the stream, or fails it after preValidation; then a waiting reply goes on.
+function conclude (request: FastifyRequest, state: BodyCheck, release: Parameters<EndCheck>[0] | null, failed?: Failure | null): void {
+  if (state.checked) return release?.()
   state.checked = true
-  state.failure = failure
-  release?.(failure !== null && state.validated ? failure : null)
+  if (failed === undefined) failed = judgeBody(request, state)
+  else request[kVerification] = { verified: false, reason: 'failed', fields: [] }
+  state.failure = failed
+  release?.(failed !== null && state.validated ? failed : null)
   state.waitingReply?.()
-}
-
-/** Nothing verified, unless a verdict came first; `failure` (null: none) answers a waiting reply. */
-function concludeFailed (request: FastifyRequest, state: BodyCheck, failure: Failure | null): void {
-  if (state.checked) return
-  request[kVerification] = { verified: false, reason: 'failed', fields: [] }
-  conclude(state, failure)
-}
-
-function checkAtEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
-  return (release) => {
-    if (state.checked) return release()
-    conclude(state, judgeBody(request, state), release)
-  }
-}
-
-/** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
-function onHeadEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
-  return (callback) => {
-    if (bytesOf(state) > 0) return callback()
-    checkAtEnd(request, state)((err) => {
-      callback()
-      if (err != null) (state.stream as BodyStream).destroy(err)
-    })
-  }
-}
-
-/** The decoded stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
-function onStreamClose (request: FastifyRequest, state: BodyCheck): () => void {
-  return () => concludeFailed(request, state, state.waitingReply === null
-    ? null
-    : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding)))
 }
 
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
@@ -251,7 +261,7 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
   if (state.checked || headers['content-type'] !== undefined || hasContent(headers)) return answerValidation(reply, state, done)
   const wake = (): void => answerValidation(reply, state, done)
   if (state.tap !== null) {
-    state.tap.awaitData(wake)
+    state.tap.wake = wake
     request.raw.read(0)
   } else {
     (state.stream as BodyStream).once('close', wake).resume()
@@ -274,10 +284,6 @@ function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
   }
 }
 
-function isStream (payload: unknown): payload is Readable {
-  return typeof (Object(payload) as Partial<Readable>).pipe === 'function'
-}
-
 // The first route-level onSend hook: a failure replaces any answer but an error's (ours included);
 // a success waits while the rest is read and checked, but a stream (the body may feed it) does not.
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
@@ -285,26 +291,20 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   if (state === null) return done(null, payload)
   if (state.checked) {
     if (state.failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
-    if (isStream(payload)) payload.destroy()
-    problemReply(reply, state.failure).removeHeader('content-length')
-    return done(null, JSON.stringify(state.failure.problem))
+    if (isNodeStream(payload)) (payload as Readable).destroy()
+    return done(null, problemBody(reply.removeHeader('content-length'), state.failure))
   }
   if (reply.statusCode >= 400) state.tap?.stop()
-  if (reply.statusCode >= 400 || isStream(payload)) return done(null, payload)
-  if (state.head === null && state.decoded.length > 0 && state.side === null) {
+  if (reply.statusCode >= 400 || isNodeStream(payload)) return done(null, payload)
+  if (state.head === null && state.decoded.size > 0 && state.side === null) {
     // Answered before preParsing, which never runs now: nothing decodes these codings.
-    concludeFailed(request, state, undecodable(state))
+    conclude(request, state, null, undecodable(state))
     return onSend(request, reply, payload, done)
   }
-  awaitCheck(request, reply, payload, done, state)
-}
-
-/** A success waits while the rest is read and checked. */
-function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes, state: BodyCheck): void {
   state.validated = true
   state.waitingReply = () => onSend(request, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
-  const cutOff = (): void => concludeFailed(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
+  const cutOff = (): void => conclude(request, state, null, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
   if (state.tap === null && !unreadRaw(request, state)) {
     // The streams hash it: the last one is read to its end.
     const last = state.stream as BodyStream
@@ -313,10 +313,12 @@ function awaitCheck (request: FastifyRequest, reply: FastifyReply, payload: unkn
     return
   }
   const tap = state.tap ?? tapRaw(request, state)
-  tap.limitRest(state.limit, () => {
+  tap.allowance = state.limit
+  tap.cutOff = cutOff
+  tap.overLimit = () => {
     const error = new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit))
-    concludeFailed(request, state, blankFailure(state.params, error, CLOSE))
-  }, cutOff)
+    conclude(request, state, null, blankFailure(state.params, error, CLOSE))
+  }
   state.stream?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
@@ -344,18 +346,13 @@ function defaultVerification (request: FastifyRequest): DigestVerification | nul
   return { verified: false, reason: hasContent(request.headers) ? 'unread' : 'no-body', fields: [] }
 }
 
-function getVerification (this: FastifyRequest): DigestVerification | null {
-  return this[kVerification] ?? (this[kVerification] = defaultVerification(this))
-}
-
-function putVerification (this: FastifyRequest, value: DigestVerification | null): void {
-  this[kVerification] = value
-}
-
 export function installRequestVerification (fastify: FastifyInstance): RouteHookInstaller<DigestParams> {
   fastify.decorateRequest(kRequestState, null)
   fastify.decorateRequest(kVerification, null)
-  fastify.decorateRequest('digestVerification', { getter: getVerification, setter: putVerification })
+  fastify.decorateRequest('digestVerification', {
+    getter (this: FastifyRequest) { return this[kVerification] ?? (this[kVerification] = defaultVerification(this)) },
+    setter (this: FastifyRequest, value: DigestVerification | null) { this[kVerification] = value }
+  })
   fastify.addHook('preParsing', hashReceived)
   return {
     onRoute (routeOptions, params) {

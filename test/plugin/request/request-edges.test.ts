@@ -98,6 +98,15 @@ test('a stream between request.raw and the parser: an empty body, and a reader t
   t.equal(bad.json().code, 'FST_DIGEST_MISMATCH')
 })
 
+test('a preParsing stream that never reads the bytes received: judged on what was hashed of them', async (t) => {
+  const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
+    app.addHook('preParsing', async () => Readable.from([Buffer.from('abc')]))
+  })
+  const res = await app.inject({ method: 'POST', url: '/json', headers: { 'content-type': 'text/plain', 'content-digest': sf('abc') }, payload: 'abc' })
+  t.equal(res.statusCode, 400, 'fails closed: the parsed body is not the one received')
+  t.equal(res.json().code, 'FST_DIGEST_MISMATCH')
+})
+
 test('a reply waiting for a body decoded by @fastify/compress', async (t) => {
   const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
     await app.register(compress)
