@@ -4,17 +4,11 @@ import createError, { type FastifyErrorConstructor } from '@fastify/error'
 import type { DigestErrorCode } from '../../types/index'
 import type { DigestClientErrorCode } from '../../types/client'
 
-// code: [message, status, TypeError for an option or programming error]
 type Definitions<C extends string> = { readonly [K in C]: readonly [string, number, TypeErrorConstructor?] }
 type Errors<C extends string> = { readonly [K in C]: FastifyErrorConstructor<{ code: K, statusCode: number }> }
 
-function build<C extends string> (definitions: Definitions<C>): Errors<C> {
-  return Object.fromEntries(Object.entries<Definitions<C>[C]>(definitions)
-    .map(([code, [message, status, Base]]) => [code, createError(code, message, status, Base)])) as Errors<C>
-}
-
-/** The plugin's errors by code (exported as `errors`). */
-export const errors = build<DigestErrorCode>({
+// Every code: [message, status, TypeError for an option or programming error]. The client's codes are the 502s.
+const definitions: Definitions<DigestErrorCode | DigestClientErrorCode> = {
   FST_DIGEST_INVALID_OPTION: ['Invalid fastify-digest-fields option "%s": %s', 500, TypeError],
   FST_DIGEST_INVALID_ROUTE_OPTION: ['Invalid digest route option for %s %s: %s', 500, TypeError],
   FST_DIGEST_ALREADY_REGISTERED: ['fastify-digest-fields is already registered in this scope or a parent one: register it once, and give routes their own settings with the digest route option', 500],
@@ -32,11 +26,7 @@ export const errors = build<DigestErrorCode>({
   FST_DIGEST_INCOMPLETE: ['The request content ended before it could be checked', 400],
   FST_DIGEST_FILE_CHANGED: ['The file %s changed while it was sent: its bytes do not match the %s digest the response was sent with, so the response was cut off', 500],
   FST_DIGEST_FIELD_HOOK_FAILED: ['The onDigestFields hook failed: %s', 500],
-  FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406]
-})
-
-/** The client's errors by code (exported by fastify-digest-fields/client as `clientErrors`). */
-export const clientErrors = build<DigestClientErrorCode>({
+  FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406],
   FST_DIGEST_RESPONSE_MISMATCH: ['The response %s field does not match the content for %s', 502],
   FST_DIGEST_RESPONSE_INVALID_VALUE: ['The response %s field carries a %s value that the algorithm cannot produce', 502],
   FST_DIGEST_RESPONSE_INVALID_FIELD: ['Malformed response %s field (algorithm %s): %s', 502],
@@ -44,7 +34,19 @@ export const clientErrors = build<DigestClientErrorCode>({
   FST_DIGEST_RESPONSE_MISSING: ['The response carries no usable %s (algorithm %s): verify is \'required\'', 502],
   FST_DIGEST_REQUEST_REJECTED: ['The server refused the request\'s %s field (algorithm %s): %s', 502],
   FST_DIGEST_NOT_ACCEPTABLE: ['The server answered 406 to the request\'s %s field (algorithm %s): the representation differs', 502]
-})
+}
+
+function build<C extends string> (client: boolean): Errors<C> {
+  return Object.fromEntries(Object.entries<readonly [string, number, TypeErrorConstructor?]>(definitions)
+    .filter(([, [, status]]) => (status === 502) === client)
+    .map(([code, [message, status, Base]]) => [code, createError(code, message, status, Base)])) as Errors<C>
+}
+
+/** The plugin's errors by code (exported as `errors`). */
+export const errors = build<DigestErrorCode>(false)
+
+/** The client's errors by code (exported by fastify-digest-fields/client as `clientErrors`). */
+export const clientErrors = build<DigestClientErrorCode>(true)
 
 export const {
   FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION, FST_DIGEST_ALREADY_REGISTERED, FST_DIGEST_UNKNOWN_ALGORITHM,
