@@ -1,7 +1,6 @@
-// A request's verdict (RFC 9530 §2, §3) and its refusal: the FST_DIGEST_* error, its RFC 9457
-// problem details, the Want-* fields (RFC 9530 §4). The types of
-// draft-ietf-httpapi-digest-fields-problem-types-06 name the `header` and never echo the server's
-// digest (§3.3); others are about:blank, titled by the status phrase (RFC 9457 §4.2.1). Pure.
+// A request's verdict (RFC 9530 §2, §3) and its refusal: the FST_DIGEST_* error, its RFC 9457 problem details, the Want-*
+// fields (RFC 9530 §4). The types of draft-ietf-httpapi-digest-fields-problem-types-06 name the `header` and never echo the
+// server's digest (§3.3); others are about:blank, titled by the status phrase (RFC 9457 §4.2.1). Pure.
 import type { DigestAlgorithm, FieldVerification } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'

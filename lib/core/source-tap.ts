@@ -1,9 +1,8 @@
-// Hashing a request body at its source, whoever reads it (request.raw, @fastify/multipart):
-// node:http (lib/_http_common.js parserOnBody), node:http2 (lib/internal/http2/compat.js
-// onStreamData) and light-my-request push every chunk and the end through the instance's `push`,
-// which this takes over (docs/design.md, "What this plugin relies on"). The last chunk, at least
-// HOLD_BYTES, is held back until the end is judged: a reader never sees a clean end (nor
-// multipart's closing boundary) of a body that failed. Pure: node:stream, no fastify.
+// Hashing a request body at its source, whoever reads it (request.raw, @fastify/multipart): node:http (lib/_http_common.js
+// parserOnBody), node:http2 (lib/internal/http2/compat.js onStreamData) and light-my-request push every chunk and the end
+// through the instance's `push`, which this takes over (docs/design.md, "What this plugin relies on"). The last chunk, at least
+// HOLD_BYTES, is held back until the end is judged: a reader never sees a clean end (nor multipart's closing boundary) of a
+// body that failed. Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
@@ -14,8 +13,7 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
 
-// Functions put on the source come from factories: V8 puts a function literal assigned to
-// a property in the old generation, its context (the body) with it (docs/benchmarks.md).
+// Functions put on the source come from factories: V8 pretenures a closure made where it is assigned (docs/benchmarks.md).
 
 /** `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody). */
 function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
@@ -36,9 +34,9 @@ export class SourceTap {
   #held: Buffer[] = []
   #heldBytes = 0
   readonly #onEnd: EndCheck
-  /** Past `allowance` more bytes, `overLimit` runs and the tap stops; `cutOff` runs if the source closes before its end. */
+  /** Past `allowance` more bytes the tap stops, ended with `failure` 'too-large'; `cutOff` runs if the source closes before its end. */
   allowance = Infinity
-  overLimit: (() => void) | null = null
+  failure: 'too-large' | null = null
   cutOff: (() => void) | null = null
   /** Called once, on the next tick after the first byte, the checked end, or the source's close. */
   wake: (() => void) | null = null
@@ -108,9 +106,9 @@ export class SourceTap {
     const buffer = typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk as Buffer
     this.allowance -= buffer.length
     if (this.allowance < 0) {
-      const overLimit = this.overLimit as () => void
       this.stop()
-      overLimit()
+      this.failure = 'too-large'
+      this.#end(false)
       return this.#push.call(this.#source, buffer)
     }
     return this.#take(buffer)
@@ -144,8 +142,7 @@ export class SourceTap {
       if (!hold) return
       if (err == null) return this.#flush(true)
       this.#held = []
-      // Emitted, not destroy(): node's IncomingMessage takes that for an abort and
-      // closes the socket. Readers destroy the source on it: quietly, it is told.
+      // Emitted, not destroy() (node's IncomingMessage takes that for an abort, closing the socket); readers destroy it quietly.
       this.#source._destroy = destroyQuietly
       if (this.#source.listenerCount('error') > 0) this.#source.emit('error', err)
     }

@@ -159,21 +159,14 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
     stream = state.stream = new BodyStream(payload, decodeHere ? state.decoded : null)
     if (decodeHere) {
       stream.limit = state.limit
-      // Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received.
-      head.endCheck = (callback) => {
-        if (bytesOf(state) > 0) return callback()
-        conclude(request, state, (err) => {
-          callback()
-          if (err != null) stream.destroy(err)
-        })
-      }
+      head.endCheck = onHeadEnd(request, state)
       // Closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure.
       stream.once('close', () => conclude(request, state, null, state.waitingReply === null
         ? null
         : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.decodedFields, state.coding))))
     }
   }
-  stream.endCheck = (release) => conclude(request, state, release)
+  stream.endCheck = checkAtEnd(request, state)
   done(null, stream)
 }
 
@@ -192,7 +185,7 @@ function unreadRaw (request: FastifyRequest, state: BodyCheck): boolean {
 /** Hashes the unread body at request.raw from now on, whoever reads it; the stream only carries it. */
 function tapRaw (request: FastifyRequest, state: BodyCheck): SourceTap {
   if (state.head !== null) state.head.hasher = state.head.side = null
-  const tap = state.tap = new SourceTap(request.raw, state.received, state.side, (release) => conclude(request, state, release))
+  const tap = state.tap = new SourceTap(request.raw, state.received, state.side, checkAtEnd(request, state))
   tap.checkEnded()
   return tap
 }
@@ -222,6 +215,10 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   let fields: FieldVerification[] = []
   let failure: Failure | null
   try {
+    if (state.tap?.failure === 'too-large') {
+      const names = fieldList(state.claims.map((c) => c.field)) || 'Content-Digest'
+      throw Object.assign(new FST_DIGEST_UNREAD_TOO_LARGE(names, String(state.limit)), { headers: CLOSE })
+    }
     const decoded = decodedDigests(state)
     // Digests in the trailer section count too (RFC 9110 §6.5).
     const trailers = request.raw.trailers as Record<string, string> | undefined
@@ -230,7 +227,7 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
     // Under 'required' an empty body needs no digest.
     failure = judge(claims, fields, params, params.verify === 'required' && bytes > 0)
   } catch (err) {
-    failure = blankFailure(params, err as DigestError)
+    failure = blankFailure(params, err as DigestError, (err as DigestError).headers)
   }
   if (failure !== null) request[kVerification] = { verified: false, reason: 'failed', fields }
   else if (fields.some((f) => f.ok)) request[kVerification] = { verified: true, fields }
@@ -248,6 +245,22 @@ function conclude (request: FastifyRequest, state: BodyCheck, release: Parameter
   state.failure = failed
   release?.(failed !== null && state.validated ? failed : null)
   state.waitingReply?.()
+}
+
+/** The end check; closures stored on streams come from factories: V8 pretenures one made where it is assigned (docs/benchmarks.md). */
+function checkAtEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
+  return (release) => conclude(request, state, release)
+}
+
+/** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
+function onHeadEnd (request: FastifyRequest, state: BodyCheck): EndCheck {
+  return (callback) => {
+    if (bytesOf(state) > 0) return callback()
+    conclude(request, state, (err) => {
+      callback()
+      if (err != null) (state.stream as BodyStream).destroy(err)
+    })
+  }
 }
 
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
@@ -315,19 +328,14 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   const tap = state.tap ?? tapRaw(request, state)
   tap.allowance = state.limit
   tap.cutOff = cutOff
-  tap.overLimit = () => {
-    const error = new FST_DIGEST_UNREAD_TOO_LARGE(fieldList(state.claims.map((c) => c.field)) || 'Content-Digest', String(state.limit))
-    conclude(request, state, null, blankFailure(state.params, error, CLOSE))
-  }
   state.stream?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
 const isErrorStatus = (status: unknown): boolean => typeof status === 'number' && status >= 400 && status <= 599
 
-// The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status
-// thrown for a failed or cut body (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the
-// failure's 4xx, or 400 for a cut upload, which the error handler keeps (lib/error-status.js).
+// The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status thrown for a failed or cut body
+// (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the failure's 4xx, or 400 for a cut upload (lib/error-status.js).
 function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
   const state = request[kRequestState]
   if (state !== null && !isErrorStatus(error.statusCode) && !isErrorStatus(error.status)) {
