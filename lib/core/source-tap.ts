@@ -62,15 +62,19 @@ export class SourceTap {
     }
     target.push = SourceTap.#pushThrough(this)
     target._destroy = destroyWithClientStatus(target._destroy)
-    source.once('close', () => {
-      if (this.digests === null) this.cutOff?.()
-      this.#woken()
-    })
+    source.once('close', SourceTap.#closed(this))
     if (buffered !== null) this.#take(buffered)
   }
 
   static #pushThrough (tap: SourceTap): Push {
     return (chunk, encoding) => tap.#onPush(chunk, encoding)
+  }
+
+  static #closed (tap: SourceTap): () => void {
+    return () => {
+      if (tap.digests === null) tap.cutOff?.()
+      tap.#woken()
+    }
   }
 
   #woken (): void {
