@@ -72,19 +72,27 @@ export function headerPairs (headers: unknown): Pairs {
   return entries.filter(([, value]) => value != null).map(([name, value]) => [String(name), Array.isArray(value) ? value : String(value)])
 }
 
-/** A field's value (several lines joined with ", "), or undefined when absent. */
-export function getHeader (pairs: Pairs, name: string): string | undefined {
-  const values = pairs.filter(([key]) => key.toLowerCase() === name).flatMap(([, value]) => value)
-  return values.length === 0 ? undefined : values.join(', ')
+/** Each field's value by lowercase name, several lines joined with ", " (RFC 9110 §5.3), in one pass. */
+export function fieldValues (pairs: Pairs): Map<string, string> {
+  const values = new Map<string, string>()
+  for (const [name, value] of pairs) {
+    if (value.length === 0 && Array.isArray(value)) continue // no field line
+    const key = name.toLowerCase()
+    const line = Array.isArray(value) ? value.join(', ') : value
+    const before = values.get(key)
+    values.set(key, before === undefined ? line : `${before}, ${line}`)
+  }
+  return values
 }
 
 // The request's fields a 406 or a digest problem may be about, in this order.
 const FACT_FIELDS = ['Repr-Digest', 'Content-Digest', 'Unencoded-Digest', 'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest']
 
 function requestFacts (method: string, pairs: Pairs): RequestFacts {
-  const trailers = /(^|,)\s*trailers\s*(;|,|$)/i.test(getHeader(pairs, 'te') ?? '')
+  const values = fieldValues(pairs)
+  const trailers = /(^|,)\s*trailers\s*(;|,|$)/i.test(values.get('te') ?? '')
   for (const field of FACT_FIELDS) {
-    const value = getHeader(pairs, field.toLowerCase())
+    const value = values.get(field.toLowerCase())
     if (value === undefined) continue
     let algorithm: string | null = null
     try {
@@ -104,13 +112,14 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
   const added = params.verify === 'required' ? [...params.want, ['te', 'trailers'] as [string, string]] : params.want
   return (dispatch) => function digestDispatch (opts, handler) {
     const pairs = headerPairs(opts.headers)
-    for (const [name, value] of added) if (getHeader(pairs, name) === undefined) pairs.push([name, value])
+    const given = fieldValues(pairs)
+    for (const [name, value] of added) if (!given.has(name)) pairs.push([name, value])
     const send = (fields: Pairs, body: unknown): boolean => {
       const next = new DigestHandler(handler, params, requestFacts((opts.method ?? 'GET').toUpperCase(), fields))
       return dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: fields.flat() as string[] }, next)
     }
     // A Content-Digest the caller gives is kept, and the body sent as it is.
-    if (getHeader(pairs, 'content-digest') !== undefined) return send(pairs, opts.body)
+    if (given.has('content-digest')) return send(pairs, opts.body)
     const bytes = knownBytes(opts.body)
     if (bytes !== null) return send([...pairs, ['content-digest', digestFieldOf(algorithm, bytes, true) as string]], opts.body)
     const prepared = prepareBody(opts.body, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal)
