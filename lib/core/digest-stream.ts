@@ -27,6 +27,11 @@ export class MultiDigester {
   }
 }
 
+/** A Node stream (anything with `pipe`), as fastify's reply tells one from other payloads (lib/reply.js send). */
+export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
+  return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
+}
+
 export function digestAll (algorithms: Iterable<DigestAlgorithm>, data: Buffer | Uint8Array | string): DigestResults {
   const out: DigestResults = new Map()
   for (const a of algorithms) out.set(a, computeDigest(a, data))

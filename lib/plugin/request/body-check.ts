@@ -3,7 +3,7 @@
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { finished, type Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
-import { digestAll, DigestTransform, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
+import { digestAll, DigestTransform, isNodeStream, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
@@ -15,7 +15,6 @@ import { SourceTap } from '../../core/source-tap'
 import type { DigestParams } from '../../core/option-checks'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
-import { isNodeStream } from '../response/stages'
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
 type PayloadStream = Readable & { receivedEncodedLength?: unknown }

@@ -104,10 +104,6 @@ export class ResponseState {
   }
 }
 
-export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
-  return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
-}
-
 /** `stream` piped through a new hasher of `algorithms`, which passes its bytes on. */
 export function hashThrough (stream: NodeJS.ReadableStream, algorithms: readonly DigestAlgorithm[]): DigestTransform {
   const hasher = new DigestTransform(algorithms)
