@@ -8,6 +8,7 @@
 //
 //   node benchmarks/callgrind.js <scenario> <side> [warm-up requests] [requests per window] [windows]
 //   BENCH_PLUGIN=/path/to/other/build node benchmarks/callgrind.js 2c plugin
+//   BENCH_NODE_FLAGS=--no-concurrent-array-buffer-sweeping node benchmarks/callgrind.js 5 plugin 2000 50 3
 //
 // The server (server.js) runs under callgrind with instrumentation off; after
 // the warm-up (enough for V8 to optimize the hot functions: the first windows
@@ -38,7 +39,8 @@ const child = fork(path.join(__dirname, 'server.js'), [], {
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   execPath: 'valgrind',
   execArgv: ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', '-q',
-    `--callgrind-out-file=${path.join(dir, 'out.%p')}`, process.execPath]
+    `--callgrind-out-file=${path.join(dir, 'out.%p')}`, process.execPath,
+    ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)]
 })
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
 

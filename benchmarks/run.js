@@ -153,7 +153,8 @@ class Child {
 
 class Server extends Child {
   constructor (scenario, side, copy) {
-    const execArgv = []
+    // BENCH_NODE_FLAGS: flags for every server process (node or V8), e.g. to compare garbage-collection settings.
+    const execArgv = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
     if (config.profile !== null) {
       execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}-${copy + 1}.cpuprofile`)
     }
@@ -732,6 +733,20 @@ function evaluate ({ scenario, hashes, sides }) {
       aside: `by req/s ${(result.addedWall / result.refAddedWall).toFixed(2)}x; idle-process sha-256: ${(result.addedCpu / hashCpu).toFixed(2)}x`
     }]
   }
+  // Goals (information, no budget line): [subject, reference, min], the median of the per-round req/s ratios.
+  for (const [subjectKey, referenceKey, min] of scenario.goals ?? []) {
+    const index = (key) => scenario.sides.findIndex((s) => s.key === key)
+    const runs = sides.map((s) => s.runs)
+    const vs = pairedRatios(runs, (r) => r.rps, true, index(referenceKey))[index(subjectKey)]
+    const cpu = pairedRatios(runs, (r) => r.cpuPerRequest, false, index(referenceKey))[index(subjectKey)]
+    result.lines.push({
+      text: `goal: ${scenario.sides[index(subjectKey)].label}, req/s ≥ ${min} of ${scenario.sides[index(referenceKey)].label}`,
+      value: vs.median.toFixed(3),
+      pass: vs.median >= min,
+      info: true,
+      aside: `quartiles ${vs.q1.toFixed(2)}–${vs.q3.toFixed(2)}; CPU ${cpu.median.toFixed(3)}`
+    })
+  }
   return result
 }
 
@@ -835,7 +850,7 @@ function report (results) {
     if (invalid) notes.push(`S${scenario.id}: INVALID: a side did not answer as the scenario requires, its figures do not measure what the scenario says`)
     for (const line of e.lines) {
       // A line applied for information (scenario 2p) is no budget line of its own.
-      const info = scenario.budget.info === true
+      const info = scenario.budget.info === true || line.info === true
       if (invalid || (!line.pass && !info)) failed++
       const verdict = invalid ? 'INVALID' : info ? (line.pass ? 'above' : 'below') : (line.pass ? 'PASS' : 'FAIL')
       budgetRows.push([scenario.id, line.text, line.value, verdict, line.aside ?? ''])
