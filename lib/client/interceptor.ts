@@ -88,8 +88,7 @@ export function fieldValues (pairs: Pairs): Map<string, string> {
 // The request's fields a 406 or a digest problem may be about, in this order.
 const FACT_FIELDS = ['Repr-Digest', 'Content-Digest', 'Unencoded-Digest', 'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest']
 
-function requestFacts (method: string, pairs: Pairs): RequestFacts {
-  const values = fieldValues(pairs)
+function requestFacts (method: string, values: ReadonlyMap<string, string>): RequestFacts {
   const trailers = /(^|,)\s*trailers\s*(;|,|$)/i.test(values.get('te') ?? '')
   for (const field of FACT_FIELDS) {
     const value = values.get(field.toLowerCase())
@@ -112,16 +111,25 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
   const added = params.verify === 'required' ? [...params.want, ['te', 'trailers'] as [string, string]] : params.want
   return (dispatch) => function digestDispatch (opts, handler) {
     const pairs = headerPairs(opts.headers)
+    // The fields by lowercase name, kept in step with `pairs`: read once, for what is added and for the response's check.
     const given = fieldValues(pairs)
-    for (const [name, value] of added) if (!given.has(name)) pairs.push([name, value])
-    const send = (fields: Pairs, body: unknown): boolean => {
-      const next = new DigestHandler(handler, params, requestFacts((opts.method ?? 'GET').toUpperCase(), fields))
+    for (const [name, value] of added) {
+      if (given.has(name)) continue
+      pairs.push([name, value])
+      given.set(name, value)
+    }
+    const send = (fields: Pairs, body: unknown, contentDigest: string | null = null): boolean => {
+      if (contentDigest !== null) {
+        fields.push(['content-digest', contentDigest])
+        given.set('content-digest', contentDigest)
+      }
+      const next = new DigestHandler(handler, params, requestFacts((opts.method ?? 'GET').toUpperCase(), given))
       return dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: fields.flat() as string[] }, next)
     }
     // A Content-Digest the caller gives is kept, and the body sent as it is.
     if (given.has('content-digest')) return send(pairs, opts.body)
     const bytes = knownBytes(opts.body)
-    if (bytes !== null) return send([...pairs, ['content-digest', digestFieldOf(algorithm, bytes, true) as string]], opts.body)
+    if (bytes !== null) return send(pairs, opts.body, digestFieldOf(algorithm, bytes, true) as string)
     const prepared = prepareBody(opts.body, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal)
     if (prepared === null) return send(pairs, opts.body)
     // A Blob or FormData is hashed first; an error fails the request as in undici's lib/interceptor/dns.js.
@@ -133,7 +141,7 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
         // A FormData's Content-Type (with the boundary) replaces any given.
         const fields = pairs.filter(([name]) => body.contentType === null || name.toLowerCase() !== 'content-type')
         if (body.contentType !== null) fields.push(['content-type', body.contentType])
-        send([...fields, ['content-digest', body.field]], body.body)
+        send(fields, body.body, body.field)
       } catch (err) {
         fail(err as Error)
       }
