@@ -49,6 +49,7 @@ function toBytes (data: Data): Uint8Array {
   throw new TypeError('The data to digest must be a string, a Buffer or a Uint8Array')
 }
 
+/** A checksum's value, as big-endian octets of its width. */
 function checksumOctets ({ length: width, finish }: Entry, state: number, length: number): Buffer {
   const out = Buffer.allocUnsafe(width)
   out.writeUIntBE(finish?.(state, length) ?? state, 0, width)

@@ -32,6 +32,7 @@ export function isNodeStream (p: unknown): p is NodeJS.ReadableStream {
   return p !== null && typeof p === 'object' && typeof (p as { pipe?: unknown }).pipe === 'function'
 }
 
+/** One-shot digests of a whole payload for a set of algorithms. */
 export function digestAll (algorithms: Iterable<DigestAlgorithm>, data: Buffer | Uint8Array | string): DigestResults {
   const out: DigestResults = new Map()
   for (const a of algorithms) out.set(a, computeDigest(a, data))
