@@ -22,7 +22,8 @@ function trimOWS (text: string): string {
 
 // One field value out of a header's string or field lines (RFC 9110 §5.3); null when nothing is in it.
 function combineLines (value: unknown): string | null {
-  const lines: readonly unknown[] = typeof value === 'string' ? [value] : Array.isArray(value) ? value : []
+  if (typeof value === 'string') return trimOWS(value) || null
+  const lines: readonly unknown[] = Array.isArray(value) ? value : []
   let combined = ''
   for (const line of lines) {
     const trimmed = typeof line === 'string' ? trimOWS(line) : ''
@@ -57,11 +58,30 @@ function integerOctets (value: number, width: number): Buffer {
   return octets
 }
 
+// A member `key=:base64:` without parameters, then a comma and the next key (OWS around it, RFC 8941 §4.2.2) or the end;
+// base64 padded to a multiple of 4 (§4.2.7), which Buffer decodes as atob does (pad bits dropped by both).
+const PLAIN_MEMBER = /([a-z*][a-z0-9_.*-]*)=:([A-Za-z0-9+/]*={0,2}):(?:[ \t]*,[ \t]*(?=[a-z*])|$)/y
+
+/** A Dictionary of plain Byte Sequences, as clients write digest fields, read without the general parser; null for any other. */
+function plainByteSequences (input: string): DigestMap | null {
+  const digests: DigestMap = new Map()
+  PLAIN_MEMBER.lastIndex = 0
+  while (PLAIN_MEMBER.lastIndex < input.length) {
+    const member = PLAIN_MEMBER.exec(input)
+    if (member === null || (member[2] as string).length % 4 !== 0) return null
+    // A duplicate key overwrites, keeping its place (§4.2.2), as Map.set does.
+    digests.set(member[1] as string, Buffer.from(member[2] as string, 'base64'))
+  }
+  return digests
+}
+
 // A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing usable, FST_DIGEST_INVALID_FIELD when
 // malformed. Byte Sequences kept for every key, unixsum/unixcksum Integers too but in Unencoded-Digest (its §3); no parameters.
 export function parseDigestField (value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'): DigestMap | null {
   const input = combineLines(value)
   if (input === null) return null
+  const plain = plainByteSequences(input)
+  if (plain !== null) return plain
   let dictionary: ReturnType<typeof parseDictionary>
   try {
     dictionary = parseDictionary(input)
