@@ -3,7 +3,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName, DigestMap } from '../../types/index'
 import { parseDigestField, parseLegacyDigest } from './fields'
-import { usableAlgorithms } from './compare'
 import type { DigestParams } from './option-checks'
 
 type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
@@ -52,17 +51,21 @@ export function collectAlgorithms (
   received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, claims: readonly Claim[],
   trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): string {
-  const decodedFields = new Set<string>()
-  for (const claim of claims) {
-    if (claim.decoded) decodedFields.add(claim.field)
-    for (const algorithm of usableAlgorithms(claim.received, policy.algorithms)) (claim.decoded ? decoded : received).add(algorithm)
+  let decodedFields = ''
+  const addDecoded = (field: string): void => {
+    if (!decodedFields.split(', ').includes(field)) decodedFields = decodedFields === '' ? field : `${decodedFields}, ${field}`
   }
-  for (const name of trailer === undefined ? [] : trailer.split(',')) {
+  for (const claim of claims) {
+    if (claim.decoded) addDecoded(claim.field)
+    for (const algorithm of policy.algorithms) if (claim.received.has(algorithm)) (claim.decoded ? decoded : received).add(algorithm)
+  }
+  if (trailer === undefined) return decodedFields
+  for (const name of trailer.split(',')) {
     const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
     if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
     const fromDecoded = isDecoded(field, coding, policy)
-    if (fromDecoded) decodedFields.add(field)
+    if (fromDecoded) addDecoded(field)
     for (const algorithm of policy.algorithms) (fromDecoded ? decoded : received).add(algorithm)
   }
-  return [...decodedFields].join(', ')
+  return decodedFields
 }

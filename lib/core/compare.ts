@@ -8,11 +8,6 @@ export function digestsEqual (a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
-/** The enabled algorithms present in a received field, in server order: what to hash before verifyDigests. */
-export function usableAlgorithms (received: DigestMap, enabled: readonly DigestAlgorithm[]): DigestAlgorithm[] {
-  return enabled.filter((algorithm) => received.has(algorithm))
-}
-
 // Each received member: 'unsupported' when not enabled (ignored, RFC 9530 §2, §3), 'invalid-length', else compared
 // in constant time; none without a computed digest. `ok`: a match, no other failure.
 export function verifyDigests (

@@ -1,6 +1,6 @@
 import { test } from 'tap'
 import { createHash } from 'node:crypto'
-import { usableAlgorithms, verifyDigests } from '../../lib/core/compare'
+import { verifyDigests } from '../../lib/core/compare'
 import type { AlgorithmOutcome, DigestAlgorithm } from '../../types/index'
 
 const BODY = Buffer.from('{"hello": "world"}')
@@ -70,12 +70,4 @@ test('verifyDigests: a computed value of the wrong length is a mismatch, not a t
   const bogus = new Map<DigestAlgorithm, Buffer>([['sha-256', Buffer.alloc(16)]])
   t.same(verifyDigests('Content-Digest', new Map([['sha-256', SHA256]]), bogus, BOTH),
     { field: 'Content-Digest', ok: false, results: [{ algorithm: 'sha-256', outcome: 'mismatched' }] })
-})
-
-test('usableAlgorithms', async (t) => {
-  const received = new Map([['md5', MD5], ['sha-512', SHA512], ['foo', Buffer.alloc(1)], ['sha-256', Buffer.alloc(1)]])
-  t.same(usableAlgorithms(received, BOTH), ['sha-256', 'sha-512'], 'server order, wrong lengths included')
-  t.same(usableAlgorithms(received, ['sha-512', 'md5']), ['sha-512', 'md5'])
-  t.same(usableAlgorithms(received, []), [])
-  t.same(usableAlgorithms(new Map([['foo', Buffer.alloc(1)]]), BOTH), [], 'unknown only')
 })
