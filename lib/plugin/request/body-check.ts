@@ -1,7 +1,7 @@
 // Request verification: request.digestVerification and the route's hooks (docs/architecture.md,
 // "The Fastify lifecycle, mapped to files"; docs/design.md, "Request verification").
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import type { Readable } from 'node:stream'
+import { finished, type Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
 import { digestAll, DigestTransform, isNodeStream, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
@@ -31,10 +31,6 @@ const CLOSE = Object.freeze({ connection: 'close' })
 
 function ignoreError (): void {}
 
-function prematureClose (): Error {
-  return Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
-}
-
 // The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md), reading its source only once read itself;
 // an error from its end check is the parser's to answer with a 4xx (lib/content-type-parser.js rawBody).
 export class BodyStream extends DigestTransform {
@@ -53,14 +49,10 @@ export class BodyStream extends DigestTransform {
     if (!this.started) {
       const source = this.origin
       this.started = true
-      // pipe() carries no errors: the source's error, or its close before its end, fails this stream
-      // (the error stream.finished gives, node lib/internal/streams/end-of-stream.js).
-      const onError = (err: Error): void => { this.destroy(err) }
-      const onClose = (): void => { if (!source.readableEnded) this.destroy(source.errored ?? prematureClose()) }
-      source.on('error', onError).once('close', onClose)
-      if (source.destroyed) onClose()
+      // pipe() carries no errors: the source's error or premature end fails this stream.
+      const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
       this.once('close', () => {
-        source.removeListener('error', onError).removeListener('close', onClose)
+        stopWatching()
         source.unpipe(this)
         // Given up before the end: drained, as node does for an unread body, to keep the connection.
         if (!source.readableEnded) source.resume()
