@@ -185,16 +185,16 @@ test('parseDigestField: values that are not strings are absent', async (t) => {
 
 test('parseDigestField: plain Byte Sequence members read without the general parser, as structured-headers reads them', async (t) => {
   // The Byte Sequence members of structured-headers' Dictionary, or its error.
-  const reference = (value: string): Array<[string, string]> | string => {
+  const reference = (value: string): Entries | string => {
     try {
-      const out: Array<[string, string]> = []
+      const out: Entries = []
       for (const [key, [item]] of parseDictionary(value)) if (item instanceof ArrayBuffer) out.push([key, Buffer.from(item).toString('hex')])
       return out
     } catch {
       return 'FST_DIGEST_INVALID_FIELD'
     }
   }
-  const read = (value: string): Array<[string, string]> | string => {
+  const read = (value: string): Entries | string => {
     try {
       return hexEntries(parseDigestField(value)) ?? []
     } catch (err) {
