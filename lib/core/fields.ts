@@ -8,8 +8,11 @@ import { FST_DIGEST_INVALID_FIELD } from './errors'
 // unixsum and unixcksum may be Integers: their width in octets, big-endian (RFC 9530 §5, Appendix D).
 const INTEGER_WIDTH: ReadonlyMap<string, number> = new Map([['unixsum', 2], ['unixcksum', 4]])
 
+// An RFC 8941 Dictionary key (§3.2), the pattern shared by the expressions below.
+const KEY = '[a-z*][a-z0-9_.*-]*'
+
 /** An RFC 8941 Dictionary key (§3.2). */
-export const SF_KEY = /^[a-z*][a-z0-9_\-.*]*$/
+export const SF_KEY = new RegExp(`^${KEY}$`)
 
 // Strips SP / HTAB without a regular expression: linear time on long runs.
 function trimOWS (text: string): string {
@@ -35,7 +38,7 @@ function combineLines (value: unknown): string | null {
 // Strings, Display Strings, Byte Sequences and Tokens, whose "," "." ":" are skipped (RFC 8941
 // §4.2.5–§4.2.7, RFC 9651 §4.2.10); and a member: its key and its bare item, if any.
 const OPAQUE = /%"[^"]*"|"(?:[^"\\]|\\.)*"|[A-Za-z*][\w!#$%&'*+.^`|~:/-]*|:[^:]*:/g
-const MEMBER = /(?:^|,)[ \t]*([a-z*][a-z0-9_.*-]*)(?:=([^,;]*))?/g
+const MEMBER = new RegExp(`(?:^|,)[ \\t]*(${KEY})(?:=([^,;]*))?`, 'g')
 
 /** The keys of a parsed Dictionary whose value is a Decimal (RFC 8941 §4.2.4); a key's last member counts (§4.2.2). */
 export function decimalMembers (input: string): Set<string> {
@@ -60,7 +63,7 @@ function integerOctets (value: number, width: number): Buffer {
 
 // A member `key=:base64:` without parameters, then a comma and the next key (OWS around it, RFC 8941 §4.2.2) or the end;
 // base64 padded to a multiple of 4 (§4.2.7), which Buffer decodes as atob does (pad bits dropped by both).
-const PLAIN_MEMBER = /([a-z*][a-z0-9_.*-]*)=:([A-Za-z0-9+/]*={0,2}):(?:[ \t]*,[ \t]*(?=[a-z*])|$)/y
+const PLAIN_MEMBER = new RegExp(`(${KEY})=:([A-Za-z0-9+/]*={0,2}):(?:[ \\t]*,[ \\t]*(?=[a-z*])|$)`, 'y')
 
 /** A Dictionary of plain Byte Sequences, as clients write digest fields, read without the general parser; null for any other. */
 function plainByteSequences (input: string): DigestMap | null {
