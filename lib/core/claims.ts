@@ -51,21 +51,18 @@ export function collectAlgorithms (
   received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, claims: readonly Claim[],
   trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): string {
-  let decodedFields = ''
-  const addDecoded = (field: string): void => {
-    if (!decodedFields.split(', ').includes(field)) decodedFields = decodedFields === '' ? field : `${decodedFields}, ${field}`
-  }
+  const decodedFields: string[] = []
   for (const claim of claims) {
-    if (claim.decoded) addDecoded(claim.field)
+    if (claim.decoded) decodedFields.push(claim.field)
     for (const algorithm of policy.algorithms) if (claim.received.has(algorithm)) (claim.decoded ? decoded : received).add(algorithm)
   }
-  if (trailer === undefined) return decodedFields
+  if (trailer === undefined) return decodedFields.join(', ')
   for (const name of trailer.split(',')) {
     const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
     if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
     const fromDecoded = isDecoded(field, coding, policy)
-    if (fromDecoded) addDecoded(field)
+    if (fromDecoded && !decodedFields.includes(field)) decodedFields.push(field)
     for (const algorithm of policy.algorithms) (fromDecoded ? decoded : received).add(algorithm)
   }
-  return decodedFields
+  return decodedFields.join(', ')
 }
