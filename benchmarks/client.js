@@ -21,7 +21,8 @@
 // same with this process's CPU time, all threads). A fourth side makes the same check by hand
 // inside a minimal interceptor (HandCheckHandler below), where any verifying interceptor hashes:
 // `in interceptor / by hand` is the cost of that place, `verified / in interceptor` the plugin's
-// own. Every verified download must end cleanly and every plain one must carry the whole body,
+// own. A fifth side repeats the check by hand (`by hand twin / by hand`): how far apart the same
+// code lands in one run, the resolution of the other ratios. Every verified download must end cleanly and every plain one must carry the whole body,
 // or the run stops.
 //
 // Coded downloads: incompressible bodies (random bytes, made once in the server at start)
@@ -263,14 +264,14 @@ async function downloads (base, plain, verified, rounds) {
   }
 
   // Wall time, and this process's CPU time (all threads), which other tenants of the machine disturb less.
-  const cpuMs = { plain: 0, hand: 0, verified: 0, inInterceptor: 0 }
-  async function timed (dispatcher, name, count, sample, byHand = false) {
+  const cpuMs = { plain: 0, hand: 0, verified: 0, inInterceptor: 0, handTwin: 0 }
+  async function timed (dispatcher, name, count, sample, byHand = false, twin = false) {
     const start = process.hrtime.bigint()
     const cpu = process.cpuUsage()
     for (let i = 0; i < count; i++) await (byHand ? downloadByHand : download)(dispatcher, name)
     const ms = Number(process.hrtime.bigint() - start) / 1e6
     const used = process.cpuUsage(cpu)
-    cpuMs[byHand ? 'hand' : dispatcher === plain ? 'plain' : dispatcher === inInterceptor ? 'inInterceptor' : 'verified'] += (used.user + used.system) / 1000
+    cpuMs[twin ? 'handTwin' : byHand ? 'hand' : dispatcher === plain ? 'plain' : dispatcher === inInterceptor ? 'inInterceptor' : 'verified'] += (used.user + used.system) / 1000
     if (sample) sample.stop()
     return ms
   }
@@ -285,10 +286,12 @@ async function downloads (base, plain, verified, rounds) {
     let verifiedMs = 0
     let handMs = 0
     let inInterceptorMs = 0
+    let twinMs = 0
     let peak = 0
     for (const side of Object.keys(cpuMs)) cpuMs[side] = 0
     for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? ['plain', 'hand', 'inInterceptor', 'verified'] : ['verified', 'inInterceptor', 'hand', 'plain']
+      // handTwin repeats `hand` as a side of its own: how far apart the same code lands in one run.
+      const order = round % 2 === 0 ? ['plain', 'hand', 'inInterceptor', 'verified', 'handTwin'] : ['handTwin', 'verified', 'inInterceptor', 'hand', 'plain']
       for (const side of order) {
         if (side === 'plain') {
           plainMs += await timed(plain, name, counts[name])
@@ -296,6 +299,8 @@ async function downloads (base, plain, verified, rounds) {
           inInterceptorMs += await timed(inInterceptor, name, counts[name])
         } else if (side === 'hand') {
           handMs += await timed(plain, name, counts[name], null, true)
+        } else if (side === 'handTwin') {
+          twinMs += await timed(plain, name, counts[name], null, true, true)
         } else {
           const sample = name === 'large' ? rssSampler() : null
           verifiedMs += await timed(verified, name, counts[name], sample)
@@ -315,6 +320,7 @@ async function downloads (base, plain, verified, rounds) {
       'verified / by hand CPU': (cpuMs.hand / cpuMs.verified).toFixed(3),
       'in interceptor / by hand': (handMs / inInterceptorMs).toFixed(3),
       'verified / in interceptor': (inInterceptorMs / verifiedMs).toFixed(3),
+      'by hand twin / by hand': (handMs / twinMs).toFixed(3),
       'rss growth (verified)': name === 'large' ? `${(peak / MiB).toFixed(1)} MiB` : '-'
     })
   }

@@ -42,6 +42,8 @@ require('./tick-maps')
 //                      budget lines of its scenario then read INVALID (e.g. a plugin build that does not
 //                      verify HTTP/2 or multipart requests yet)
 //   BENCH_PLUGIN       load the plugin from this path instead of the package (e.g. a build of another commit)
+//   BENCH_TWIN         e.g. "5:streamByHand": adds a copy of that side to the scenario, and a goal line
+//                      comparing the two (how far apart identical code lands in one run)
 //
 // Quick run while changing things: BENCH_DURATION=1 BENCH_ROUNDS=2 BENCH_WARMUP=1 npm run bench
 
@@ -172,8 +174,13 @@ class Server extends Child {
   }
 
   async cpuMicros () {
-    const { cpu } = await this.ask('usage')
-    return cpu.user + cpu.system
+    return (await this.usage()).cpu
+  }
+
+  /** CPU time (µs, all threads) and full garbage collections so far. */
+  async usage () {
+    const { cpu, majorGcs } = await this.ask('usage')
+    return { cpu: cpu.user + cpu.system, majorGcs }
   }
 
   /**
@@ -429,7 +436,7 @@ async function check (scenario, side, server, problems) {
     fail(`status ${res.status} ${res.body.subarray(0, 300)}`)
   } else {
     try {
-      Object.assign(info, scenario.check(side, res))
+      Object.assign(info, scenario.check(side.twinOf ?? side, res))
     } catch (err) {
       fail(err.message)
     }
@@ -506,11 +513,12 @@ async function runRequests (scenario, servers, load) {
   for (const server of inTurn(servers)) await warmUp(load, server.port)
   const runs = await inRounds(servers, async (server) => {
     const stopCounting = await server.countInstructions()
-    const cpuBefore = await server.cpuMicros()
+    const before = await server.usage()
     const ticks = machineTicks()
     const result = await load(server.port, config.duration)
     const machine = machineShare(ticks, machineTicks())
-    const cpu = await server.cpuMicros() - cpuBefore
+    const after = await server.usage()
+    const cpu = after.cpu - before.cpu
     const instructions = await stopCounting()
     const faults = result.errors > 0 || result.timeouts > 0 || result.non2xx > 0
     if (faults && !config.lenient) {
@@ -526,14 +534,17 @@ async function runRequests (scenario, servers, load) {
       cpuShare: cpu / 1e6 / result.duration,
       machine,
       instructionsPerRequest: instructions === null ? null : instructions / requests,
-      latencyP50: result.latency.p50
+      latencyP50: result.latency.p50,
+      majorGcs: after.majorGcs - before.majorGcs,
+      requests
     }
   }, modeOf(scenario))
   return summarize(runs, { rate: 'rps', cost: 'cpuPerRequest', insn: 'instructionsPerRequest' }, (list) => {
     // Every status counted over the measured runs, and the errors (only with BENCH_LENIENT can they be anything but 200 and 0).
     const statuses = {}
     for (const run of list) for (const [code, count] of Object.entries(run.statuses)) statuses[code] = (statuses[code] ?? 0) + count
-    return { latencyP50: median(list.map((r) => r.latencyP50)), statuses, errors: list.reduce((sum, r) => sum + r.errors, 0) }
+    const total = (key) => list.reduce((sum, r) => sum + r[key], 0)
+    return { latencyP50: median(list.map((r) => r.latencyP50)), statuses, errors: total('errors'), majorGcsPerK: 1000 * total('majorGcs') / total('requests') }
   })
 }
 
@@ -777,7 +788,7 @@ function share (x) {
 }
 
 function report (results) {
-  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'machine', 'CPU/req', 'p50 ms', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'k insn/req', 'insn ratio']]
+  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'machine', 'CPU/req', 'p50 ms', 'full GC/1k', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'k insn/req', 'insn ratio']]
   const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'machine', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'M insn/MiB', 'insn ratio']]
   const hashRows = [['#', 'sha-256 over', 'wall', 'CPU']]
   const budgetRows = [['#', 'budget', 'measured', 'result', 'server CPU and instruction ratios / notes']]
@@ -807,7 +818,7 @@ function report (results) {
       for (const [i, s] of sides.entries()) {
         rows.push([
           '', `  ${scenario.sides[i].label}`, s.rps.toFixed(0), pct(s.spread), share(s.cpuShare), share(s.machine),
-          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), ...ratioCells(i, s, e),
+          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), s.majorGcsPerK.toFixed(1), ...ratioCells(i, s, e),
           i === 1 ? '' : s.cpuPaired.median.toFixed(3),
           s.instructionsPerRequest === null ? '-' : (s.instructionsPerRequest / 1e3).toFixed(1),
           i === 1 || s.insnPaired === null ? '' : s.insnPaired.median.toFixed(3)

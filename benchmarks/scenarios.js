@@ -842,4 +842,17 @@ const scenarios = [
   }
 ]
 
+// BENCH_TWIN, e.g. "5:streamByHand,8:holdByHand": a second side identical to the named one is added to
+// the scenario, with a goal line comparing the two. Measured like any side, it shows how far apart two
+// copies of the same code land in one run: a goal closer to 1 than that spread cannot be told from noise.
+for (const entry of (process.env.BENCH_TWIN ?? '').split(',').filter(Boolean)) {
+  const [id, key] = entry.split(':')
+  const scenario = scenarios.find((s) => s.id === id)
+  const original = scenario?.sides.find((s) => s.key === key)
+  if (original === undefined) throw new Error(`BENCH_TWIN: no side ${key} in scenario ${id}`)
+  scenario.sides.push({ ...original, key: `${key}Twin`, label: `${original.label} (twin)`, twinOf: original })
+  scenario.goals = [...(scenario.goals ?? []), [`${key}Twin`, key, 0.95]]
+  if (scenario.badRequest?.refusedBy?.includes(key)) scenario.badRequest.refusedBy.push(`${key}Twin`)
+}
+
 module.exports = { scenarios, field }

@@ -11,12 +11,22 @@ require('./tick-maps')
 
 const fs = require('node:fs')
 const { createHash, hash } = require('node:crypto')
+const { PerformanceObserver, constants } = require('node:perf_hooks')
 const Fastify = require('fastify')
 const { scenarios } = require('./scenarios')
 const { randomBytes } = require('./payloads')
 
 const scenario = scenarios.find((s) => s.id === process.env.BENCH_SCENARIO)
-const side = scenario?.sides.find((s) => s.key === process.env.BENCH_SIDE)
+const listed = scenario?.sides.find((s) => s.key === process.env.BENCH_SIDE)
+// A twin (BENCH_TWIN in scenarios.js) is built as the side it copies.
+const side = listed?.twinOf ?? listed
+
+// Full (mark-compact) collections so far: with 1 MiB bodies a process settles at anywhere from none to
+// one every 20 requests, and its CPU time per request follows (docs/benchmarks.md, "Findings").
+let majorGcs = 0
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++
+}).observe({ entryTypes: ['gc'] })
 
 // Peak RSS: sampled every few milliseconds, and, where Linux allows it, the
 // kernel's own high-water mark (VmHWM, reset through /proc/self/clear_refs).
@@ -113,7 +123,7 @@ async function main () {
     const answer = (data) => process.send({ id: message.id, ...data })
     switch (message.type) {
       case 'usage':
-        answer({ cpu: process.cpuUsage(), rss: process.memoryUsage.rss() })
+        answer({ cpu: process.cpuUsage(), rss: process.memoryUsage.rss(), majorGcs })
         break
       case 'reset-peak':
         ({ kernel } = resetPeak())
