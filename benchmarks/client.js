@@ -22,8 +22,8 @@
 // inside a minimal interceptor (HandCheckHandler below), where any verifying interceptor hashes:
 // `in interceptor / by hand` is the cost of that place, `verified / in interceptor` the plugin's
 // own. A fifth side repeats the check by hand (`by hand twin / by hand`): how far apart the same
-// code lands in one run, the resolution of the other ratios. Every verified download must end cleanly and every plain one must carry the whole body,
-// or the run stops.
+// code lands in one run, the resolution of the other ratios. Every verified download must end
+// cleanly and every plain one must carry the whole body, or the run stops.
 //
 // Coded downloads: incompressible bodies (random bytes, made once in the server at start)
 // sent gzip- and br-coded (level 1 and quality 1, coded once at start) in 16 KiB chunks of a
