@@ -265,13 +265,14 @@ async function downloads (base, plain, verified, rounds) {
 
   // Wall time, and this process's CPU time (all threads), which other tenants of the machine disturb less.
   const cpuMs = { plain: 0, hand: 0, verified: 0, inInterceptor: 0, handTwin: 0 }
-  async function timed (dispatcher, name, count, sample, byHand = false, twin = false) {
+  async function timed (side, dispatcher, name, count, sample = null) {
+    const byHand = side === 'hand' || side === 'handTwin'
     const start = process.hrtime.bigint()
     const cpu = process.cpuUsage()
     for (let i = 0; i < count; i++) await (byHand ? downloadByHand : download)(dispatcher, name)
     const ms = Number(process.hrtime.bigint() - start) / 1e6
     const used = process.cpuUsage(cpu)
-    cpuMs[twin ? 'handTwin' : byHand ? 'hand' : dispatcher === plain ? 'plain' : dispatcher === inInterceptor ? 'inInterceptor' : 'verified'] += (used.user + used.system) / 1000
+    cpuMs[side] += (used.user + used.system) / 1000
     if (sample) sample.stop()
     return ms
   }
@@ -294,16 +295,16 @@ async function downloads (base, plain, verified, rounds) {
       const order = round % 2 === 0 ? ['plain', 'hand', 'inInterceptor', 'verified', 'handTwin'] : ['handTwin', 'verified', 'inInterceptor', 'hand', 'plain']
       for (const side of order) {
         if (side === 'plain') {
-          plainMs += await timed(plain, name, counts[name])
+          plainMs += await timed(side, plain, name, counts[name])
         } else if (side === 'inInterceptor') {
-          inInterceptorMs += await timed(inInterceptor, name, counts[name])
+          inInterceptorMs += await timed(side, inInterceptor, name, counts[name])
         } else if (side === 'hand') {
-          handMs += await timed(plain, name, counts[name], null, true)
+          handMs += await timed(side, plain, name, counts[name])
         } else if (side === 'handTwin') {
-          twinMs += await timed(plain, name, counts[name], null, true, true)
+          twinMs += await timed(side, plain, name, counts[name])
         } else {
           const sample = name === 'large' ? rssSampler() : null
-          verifiedMs += await timed(verified, name, counts[name], sample)
+          verifiedMs += await timed(side, verified, name, counts[name], sample)
           if (sample) peak = Math.max(peak, sample.growth)
         }
       }
