@@ -50,54 +50,33 @@ export interface StreamTap {
 /** Runs at the end of the data; an error given to `callback` replaces the clean end. */
 export type EndCheck = (callback: (err?: Error | null) => void) => void
 
-// A pass-through hashing what flows (`hasher` null: nothing), each chunk also written to `side` (a decoder) if any. At its
-// end `digests` is set, then `endCheck` chooses a clean end or an error; with `hold` the last chunk is held back until then.
+// A pass-through hashing what flows. At its end `digests` is set, then `endCheck` chooses a clean end or an error;
+// with `hold` the last chunk is held back until then.
 export class DigestTransform extends Transform {
-  hasher: MultiDigester | null
-  side: StreamTap | null = null
+  readonly hasher: MultiDigester
   endCheck: EndCheck | null = null
   digests: DigestResults | null = null
   hold = false
   #held: Buffer | null = null
-  /** Past `limit` bytes hashing stops, with `failure` 'too-large': the digests are of a prefix only. */
-  limit = Infinity
-  failure: 'too-large' | null = null
 
-  constructor (algorithms: Iterable<DigestAlgorithm> | null) {
+  constructor (algorithms: Iterable<DigestAlgorithm>) {
     super()
-    this.hasher = algorithms === null ? null : new MultiDigester(algorithms)
+    this.hasher = new MultiDigester(algorithms)
   }
 
   override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    const hasher = this.hasher
-    if (hasher !== null && this.failure === null) {
-      if (hasher.bytes + chunk.length > this.limit) this.failure = 'too-large'
-      else hasher.update(chunk)
-    }
-    if (this.hold) {
-      const held = this.#held
-      this.#held = chunk
-      callback(null, held)
-    } else if (this.side?.write(chunk, () => callback(null, chunk)) !== false) callback(null, chunk)
+    this.hasher.update(chunk)
+    if (!this.hold) return callback(null, chunk)
+    const held = this.#held
+    this.#held = chunk
+    callback(null, held)
   }
 
   override _flush (callback: TransformCallback): void {
-    if (this.side === null) this.#end(callback)
-    else this.side.end(() => this.#end(callback))
-  }
-
-  #end (callback: TransformCallback): void {
-    // A side decoder dropped because this stream was destroyed answers too.
-    if (this.destroyed) return
-    this.digests ??= this.hasher?.digest() ?? null
+    this.digests = this.hasher.digest()
     const held = this.#held
     if (this.endCheck === null) callback(null, held)
     else this.endCheck(held === null ? callback : (err) => callback(err, held))
-  }
-
-  override _destroy (err: Error | null, callback: (error?: Error | null) => void): void {
-    this.side?.destroy()
-    callback(err)
   }
 }
 

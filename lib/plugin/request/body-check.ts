@@ -1,9 +1,9 @@
 // Request verification: request.digestVerification and the route's hooks (docs/architecture.md,
 // "The Fastify lifecycle, mapped to files"; docs/design.md, "Request verification").
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { finished, type Readable } from 'node:stream'
+import { finished, Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../../../types/index'
-import { digestAll, DigestTransform, isNodeStream, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
+import { digestAll, isNodeStream, MultiDigester, type DigestResults, type EndCheck, type StreamTap } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
@@ -31,35 +31,73 @@ const CLOSE = Object.freeze({ connection: 'close' })
 
 function ignoreError (): void {}
 
-// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md), reading its source only once read itself;
-// an error from its end check is the parser's to answer with a 4xx (lib/content-type-parser.js rawBody).
-export class BodyStream extends DigestTransform {
+// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): a Readable pushing each chunk of `origin` once
+// hashed, starting to read it only once read itself, pausing it while its own reader is full (no Writable side to queue
+// through). At the end `digests` is set and `endCheck` chooses the clean end or an error, which is the parser's to answer
+// with a 4xx (lib/content-type-parser.js rawBody). Each chunk is also written to `side` (a decoder), waiting while it is full.
+export class BodyStream extends Readable {
+  hasher: MultiDigester | null
+  side: StreamTap | null = null
+  endCheck: EndCheck | null = null
+  digests: DigestResults | null = null
+  /** Past `limit` bytes hashing stops, with `failure` 'too-large': the digests are of a prefix only. */
+  limit = Infinity
+  failure: 'too-large' | null = null
   /** `origin` is read once this stream's own reader has `started`. */
   started = false
 
   constructor (readonly origin: PayloadStream, algorithms: Iterable<DigestAlgorithm> | null) {
-    super(algorithms)
+    super()
+    this.hasher = algorithms === null ? null : new MultiDigester(algorithms)
     // A decoder's count, checked against Content-Length and bodyLimit (lib/content-type-parser.js rawBody).
     if (typeof origin.receivedEncodedLength === 'number') Object.defineProperty(this, 'receivedEncodedLength', { get: () => origin.receivedEncodedLength })
     // A reader that stops listening must not turn a late error into an uncaught exception.
     this.on('error', ignoreError)
   }
 
-  override _read (size: number): void {
-    if (!this.started) {
-      const source = this.origin
-      this.started = true
-      // pipe() carries no errors: the source's error or premature end fails this stream.
-      const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
-      this.once('close', () => {
-        stopWatching()
-        source.unpipe(this)
-        // Given up before the end: drained, as node does for an unread body, to keep the connection.
-        if (!source.readableEnded) source.resume()
-      })
-      source.pipe(this)
+  override _read (): void {
+    if (this.started) {
+      this.origin.resume()
+      return
     }
-    super._read(size)
+    this.started = true
+    const source = this.origin
+    const onData = (chunk: Buffer): void => {
+      const hasher = this.hasher
+      if (hasher !== null && this.failure === null) {
+        if (hasher.bytes + chunk.length > this.limit) this.failure = 'too-large'
+        else hasher.update(chunk)
+      }
+      // A full decoder holds the chunk back until it takes more.
+      if (this.side?.write(chunk, () => { if (!this.destroyed && this.push(chunk)) source.resume() }) === false) source.pause()
+      else if (!this.push(chunk)) source.pause()
+    }
+    const onEnd = (): void => {
+      if (this.side === null) this.#end()
+      else this.side.end(() => this.#end())
+    }
+    // The source's error or premature end fails this stream.
+    const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
+    this.once('close', () => {
+      stopWatching()
+      source.removeListener('data', onData).removeListener('end', onEnd)
+      // Given up before the end: drained, as node does for an unread body, to keep the connection.
+      if (!source.readableEnded) source.resume()
+    })
+    source.on('data', onData).once('end', onEnd).resume()
+  }
+
+  #end (): void {
+    // A side decoder dropped because this stream was destroyed answers too.
+    if (this.destroyed) return
+    this.digests ??= this.hasher?.digest() ?? null
+    if (this.endCheck === null) this.push(null)
+    else this.endCheck((err) => { if (err != null) this.destroy(err); else this.push(null) })
+  }
+
+  override _destroy (err: Error | null, callback: (error?: Error | null) => void): void {
+    this.side?.destroy()
+    callback(err)
   }
 }
 

@@ -68,6 +68,47 @@ test('BodyStream: a consumer that gives up leaves the source drained, not destro
   lazy.emit('error', new Error('late'))
 })
 
+test('BodyStream with a decoder on the side: a full decoder holds chunks back, in order; destroyed while it waits, nothing more', async (t) => {
+  // Bytes gzip barely shrinks (a linear congruential sequence): many coded chunks.
+  const identity = Buffer.alloc(1024 * 1024)
+  for (let i = 0, x = 1; i < identity.length; i++) identity[i] = (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24
+  const coded = gzipSync(identity, { level: 1 })
+  const source = new PassThrough()
+  const stream = new BodyStream(source, ['sha-256'])
+  stream.side = new DecodingTap(decoders('gzip'), ['sha-256'], identity.length)
+  let held = 0
+  source.on('pause', () => { held++ })
+  for (let offset = 0; offset < coded.length; offset += 64 * 1024) source.write(coded.subarray(offset, offset + 64 * 1024))
+  source.end()
+  // A reader pausing after every other chunk until the next turn of the event loop.
+  const chunks: Buffer[] = []
+  stream.on('data', (chunk: Buffer) => {
+    if (chunks.push(chunk) % 2 === 0) return
+    stream.pause()
+    setImmediate(() => stream.resume())
+  })
+  await once(stream, 'end')
+  t.same(Buffer.concat(chunks), coded, 'every chunk passed, in order')
+  t.ok(held > 0, 'the source was paused')
+  t.same(stream.digests?.get('sha-256'), sha256(coded))
+  t.same((stream.side as DecodingTap).digests?.get('sha-256'), sha256(identity))
+
+  // Destroyed while the decoder is full: the chunk it held is dropped, the rest of the source drained.
+  const next = new PassThrough()
+  const cut = new BodyStream(next, ['sha-256'])
+  const tap = cut.side = new DecodingTap(decoders('gzip'), ['sha-256'], identity.length)
+  let taken = 0
+  cut.on('data', () => { taken++ })
+  next.write(coded.subarray(0, 256 * 1024))
+  while (!next.isPaused()) await new Promise((resolve) => setImmediate(resolve))
+  cut.destroy()
+  await once(cut, 'close')
+  t.equal(taken, 0, 'the held chunk never reached the reader')
+  t.equal(tap.digests, null)
+  next.end(coded.subarray(256 * 1024))
+  await once(next, 'end')
+})
+
 test('contentCoding', async (t) => {
   t.equal(contentCoding(undefined), null)
   t.equal(contentCoding(['gzip']), null)
