@@ -6,23 +6,26 @@ import { digestsEqual } from './compare'
 
 export type DigestResults = Map<DigestAlgorithm, Buffer>
 
-/** Incremental digests for a set of algorithms. */
+/** Incremental digests for a set of algorithms, whose hashers are made when first used (a stream never read needs none). */
 export class MultiDigester {
-  readonly #digesters: Digester[]
+  #digesters: Digester[] | null = null
   bytes = 0
 
-  constructor (algorithms: Iterable<DigestAlgorithm>) {
-    this.#digesters = [...algorithms].map((a) => createDigester(a))
+  constructor (readonly algorithms: Iterable<DigestAlgorithm>) {}
+
+  #all (): Digester[] {
+    this.#digesters ??= Array.from(this.algorithms, (a) => createDigester(a))
+    return this.#digesters
   }
 
   update (chunk: Uint8Array): void {
     this.bytes += chunk.byteLength
-    for (const d of this.#digesters) d.update(chunk)
+    for (const d of this.#all()) d.update(chunk)
   }
 
   digest (): DigestResults {
     const out: DigestResults = new Map()
-    for (const d of this.#digesters) out.set(d.algorithm, d.digest())
+    for (const d of this.#all()) out.set(d.algorithm, d.digest())
     return out
   }
 }

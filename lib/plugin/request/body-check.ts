@@ -31,10 +31,9 @@ const CLOSE = Object.freeze({ connection: 'close' })
 
 function ignoreError (): void {}
 
-// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): a Readable pushing each chunk of `origin` once
-// hashed, starting to read it only once read itself, pausing it while its own reader is full (no Writable side to queue
-// through). At the end `digests` is set and `endCheck` chooses the clean end or an error, which is the parser's to answer
-// with a 4xx (lib/content-type-parser.js rawBody). Each chunk is also written to `side` (a decoder), waiting while it is full.
+// The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md): each chunk of `origin`, read once this stream is read
+// (`started`), is hashed, given to `side` (a decoder; held while it is full) and pushed, `origin` paused while our reader is full.
+// At the end `endCheck` chooses the clean end or an error, the parser's to answer with a 4xx (lib/content-type-parser.js rawBody).
 export class BodyStream extends Readable {
   hasher: MultiDigester | null
   side: StreamTap | null = null
@@ -43,7 +42,6 @@ export class BodyStream extends Readable {
   /** Past `limit` bytes hashing stops, with `failure` 'too-large': the digests are of a prefix only. */
   limit = Infinity
   failure: 'too-large' | null = null
-  /** `origin` is read once this stream's own reader has `started`. */
   started = false
 
   constructor (readonly origin: PayloadStream, algorithms: Iterable<DigestAlgorithm> | null) {
