@@ -24,9 +24,7 @@ export class MultiDigester {
   }
 
   digest (): DigestResults {
-    const out: DigestResults = new Map()
-    for (const d of this.#all()) out.set(d.algorithm, d.digest())
-    return out
+    return new Map(this.#all().map((d) => [d.algorithm, d.digest()]))
   }
 }
 

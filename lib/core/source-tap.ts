@@ -13,7 +13,7 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
 
-// Functions put on the source come from factories: V8 pretenures a closure made where it is assigned (docs/benchmarks.md).
+// Closures put on the source come from factories: V8 pretenures a closure made where it is assigned (docs/benchmarks.md).
 
 /** `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody). */
 function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
@@ -60,14 +60,11 @@ export class SourceTap {
       this.#ended = true
       return
     }
-    target.push = SourceTap.#pushThrough(this)
+    // Bound, not a closure: the handler's optimized code outlives each request's (V8 holds it weakly; docs/benchmarks.md).
+    target.push = this.#onPush.bind(this)
     target._destroy = destroyWithClientStatus(target._destroy)
     source.once('close', SourceTap.#closed(this))
     if (buffered !== null) this.#take(buffered)
-  }
-
-  static #pushThrough (tap: SourceTap): Push {
-    return (chunk, encoding) => tap.#onPush(chunk, encoding)
   }
 
   static #closed (tap: SourceTap): () => void {
