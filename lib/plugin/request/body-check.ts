@@ -55,7 +55,7 @@ export class BodyStream extends Readable {
 
   override _read (): void {
     if (this.started) {
-      this.origin.resume()
+      if (this.origin.isPaused()) this.origin.resume()
       return
     }
     this.started = true
