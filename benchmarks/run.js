@@ -42,6 +42,8 @@ require('./tick-maps')
 //                      budget lines of its scenario then read INVALID (e.g. a plugin build that does not
 //                      verify HTTP/2 or multipart requests yet)
 //   BENCH_PLUGIN       load the plugin from this path instead of the package (e.g. a build of another commit)
+//   BENCH_MALLOC       fixed (default): servers run with fixed glibc malloc thresholds (GLIBC_TUNABLES; not in
+//                      the upload scenario); glibc: glibc's own dynamic thresholds
 //   BENCH_TWIN         e.g. "5:streamByHand": adds a copy of that side to the scenario, and a goal line
 //                      comparing the two (how far apart identical code lands in one run)
 //
@@ -76,8 +78,10 @@ const config = {
   pin: process.env.BENCH_PIN !== '0',
   processes: numberFromEnv('BENCH_PROCESSES', 5),
   mode: process.env.BENCH_MODE ?? 'concurrent',
-  lenient: process.env.BENCH_LENIENT === '1'
+  lenient: process.env.BENCH_LENIENT === '1',
+  malloc: process.env.BENCH_MALLOC ?? 'fixed'
 }
+if (config.malloc !== 'fixed' && config.malloc !== 'glibc') throw new Error(`BENCH_MALLOC: fixed or glibc, not ${config.malloc}`)
 if (config.mode !== 'concurrent' && config.mode !== 'alternate') throw new Error(`BENCH_MODE must be concurrent or alternate, not ${config.mode}`)
 
 const CORES = os.availableParallelism?.() ?? os.cpus().length
@@ -153,6 +157,18 @@ class Child {
   }
 }
 
+// glibc's malloc serves an allocation over its mmap threshold (128 KiB, raised to the largest block freed since,
+// up to 32 MiB) with fresh pages, and returns a free heap top over twice that to the system: the same 1 MiB body
+// costs a process 0 to 90 page faults depending on what it freed before (docs/benchmarks.md, Method). Fixed
+// thresholds take that out of the comparison; not in the upload scenario, whose memory growth is a budget.
+const FIXED_MALLOC = 'glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=67108864'
+
+function mallocEnv (scenario) {
+  if (config.malloc !== 'fixed' || scenario.kind === 'upload') return {}
+  const current = process.env.GLIBC_TUNABLES
+  return { GLIBC_TUNABLES: current ? `${current}:${FIXED_MALLOC}` : FIXED_MALLOC }
+}
+
 class Server extends Child {
   constructor (scenario, side, copy) {
     // BENCH_NODE_FLAGS: flags for every server process (node or V8), e.g. to compare garbage-collection settings.
@@ -163,7 +179,7 @@ class Server extends Child {
     // Lets the server collect garbage before taking its memory baseline.
     if (scenario.kind === 'upload') execArgv.push('--expose-gc')
     super(`${scenario.id}/${side.key}#${copy + 1}`, 'server.js', {
-      env: { ...process.env, BENCH_SCENARIO: scenario.id, BENCH_SIDE: side.key },
+      env: { ...process.env, ...mallocEnv(scenario), BENCH_SCENARIO: scenario.id, BENCH_SIDE: side.key },
       execArgv
     })
   }
@@ -177,10 +193,10 @@ class Server extends Child {
     return (await this.usage()).cpu
   }
 
-  /** CPU time (µs, all threads) and full garbage collections so far. */
+  /** CPU time (µs, all threads), full garbage collections and minor page faults so far. */
   async usage () {
-    const { cpu, majorGcs } = await this.ask('usage')
-    return { cpu: cpu.user + cpu.system, majorGcs }
+    const { cpu, majorGcs, faults } = await this.ask('usage')
+    return { cpu: cpu.user + cpu.system, majorGcs, faults }
   }
 
   /**
@@ -536,6 +552,7 @@ async function runRequests (scenario, servers, load) {
       instructionsPerRequest: instructions === null ? null : instructions / requests,
       latencyP50: result.latency.p50,
       majorGcs: after.majorGcs - before.majorGcs,
+      faults: after.faults - before.faults,
       requests
     }
   }, modeOf(scenario))
@@ -544,7 +561,7 @@ async function runRequests (scenario, servers, load) {
     const statuses = {}
     for (const run of list) for (const [code, count] of Object.entries(run.statuses)) statuses[code] = (statuses[code] ?? 0) + count
     const total = (key) => list.reduce((sum, r) => sum + r[key], 0)
-    return { latencyP50: median(list.map((r) => r.latencyP50)), statuses, errors: total('errors'), majorGcsPerK: 1000 * total('majorGcs') / total('requests') }
+    return { latencyP50: median(list.map((r) => r.latencyP50)), statuses, errors: total('errors'), majorGcsPerK: 1000 * total('majorGcs') / total('requests'), faultsPerRequest: total('faults') / total('requests') }
   })
 }
 
@@ -788,7 +805,7 @@ function share (x) {
 }
 
 function report (results) {
-  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'machine', 'CPU/req', 'p50 ms', 'full GC/1k', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'k insn/req', 'insn ratio']]
+  const rows = [['#', 'scenario / side', 'req/s', 'spread', 'srv CPU', 'machine', 'CPU/req', 'p50 ms', 'full GC/1k', 'faults/req', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'k insn/req', 'insn ratio']]
   const uploadRows = [['#', 'scenario / side', 'MiB/s', 'spread', 'srv CPU', 'machine', 'CPU ms/MiB', 'RSS growth max', 'median', 'peak RSS', 'vs base', 'quartiles', 'vs bare+hash', 'CPU ratio', 'M insn/MiB', 'insn ratio']]
   const hashRows = [['#', 'sha-256 over', 'wall', 'CPU']]
   const budgetRows = [['#', 'budget', 'measured', 'result', 'server CPU and instruction ratios / notes']]
@@ -818,7 +835,7 @@ function report (results) {
       for (const [i, s] of sides.entries()) {
         rows.push([
           '', `  ${scenario.sides[i].label}`, s.rps.toFixed(0), pct(s.spread), share(s.cpuShare), share(s.machine),
-          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), s.majorGcsPerK.toFixed(1), ...ratioCells(i, s, e),
+          fmtMicros(s.cpuPerRequest), s.latencyP50.toFixed(1), s.majorGcsPerK.toFixed(1), s.faultsPerRequest.toFixed(1), ...ratioCells(i, s, e),
           i === 1 ? '' : s.cpuPaired.median.toFixed(3),
           s.instructionsPerRequest === null ? '-' : (s.instructionsPerRequest / 1e3).toFixed(1),
           i === 1 || s.insnPaired === null ? '' : s.insnPaired.median.toFixed(3)

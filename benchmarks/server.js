@@ -123,7 +123,7 @@ async function main () {
     const answer = (data) => process.send({ id: message.id, ...data })
     switch (message.type) {
       case 'usage':
-        answer({ cpu: process.cpuUsage(), rss: process.memoryUsage.rss(), majorGcs })
+        answer({ cpu: process.cpuUsage(), rss: process.memoryUsage.rss(), majorGcs, faults: process.resourceUsage().minorPageFault })
         break
       case 'reset-peak':
         ({ kernel } = resetPeak())
