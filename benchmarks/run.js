@@ -158,9 +158,9 @@ class Child {
 }
 
 // glibc's malloc serves an allocation over its mmap threshold (128 KiB, raised to the largest block freed since,
-// up to 32 MiB) with fresh pages, and returns a free heap top over twice that to the system: the same 1 MiB body
-// cost one process 1.5 page faults a request and another 90, by what each freed before (docs/benchmarks.md, Method). Fixed
-// thresholds take that out of the comparison; not in the upload scenario, whose memory growth is a budget.
+// up to 32 MiB) with fresh pages, and returns a free heap top over twice that to the system: the same 1 MiB
+// bodies cost one process 1.5 page faults a request and another 90, by what each freed before (docs/benchmarks.md,
+// Method). Fixed thresholds take that out of the comparison; not in the upload scenario, whose memory is a budget.
 const FIXED_MALLOC = 'glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=67108864'
 
 function mallocEnv (scenario) {
