@@ -44,6 +44,8 @@ require('./tick-maps')
 //   BENCH_PLUGIN       load the plugin from this path instead of the package (e.g. a build of another commit)
 //   BENCH_MALLOC       fixed (default): servers run with fixed glibc malloc thresholds (GLIBC_TUNABLES; not in
 //                      the upload scenario); glibc: glibc's own dynamic thresholds
+//   BENCH_HEAP         fixed (default): servers start with a 64 MiB old-generation limit (not in the upload
+//                      scenario); v8: V8's own
 //   BENCH_TWIN         e.g. "5:streamByHand": adds a copy of that side to the scenario, and a goal line
 //                      comparing the two (how far apart identical code lands in one run)
 //
@@ -79,9 +81,11 @@ const config = {
   processes: numberFromEnv('BENCH_PROCESSES', 5),
   mode: process.env.BENCH_MODE ?? 'concurrent',
   lenient: process.env.BENCH_LENIENT === '1',
-  malloc: process.env.BENCH_MALLOC ?? 'fixed'
+  malloc: process.env.BENCH_MALLOC ?? 'fixed',
+  heap: process.env.BENCH_HEAP ?? 'fixed'
 }
 if (config.malloc !== 'fixed' && config.malloc !== 'glibc') throw new Error(`BENCH_MALLOC: fixed or glibc, not ${config.malloc}`)
+if (config.heap !== 'fixed' && config.heap !== 'v8') throw new Error(`BENCH_HEAP: fixed or v8, not ${config.heap}`)
 if (config.mode !== 'concurrent' && config.mode !== 'alternate') throw new Error(`BENCH_MODE must be concurrent or alternate, not ${config.mode}`)
 
 const CORES = os.availableParallelism?.() ?? os.cpus().length
@@ -169,10 +173,19 @@ function mallocEnv (scenario) {
   return { GLIBC_TUNABLES: current ? `${current}:${FIXED_MALLOC}` : FIXED_MALLOC }
 }
 
+// V8 starts marking once the old generation's room is no larger than the new space (heap.cc,
+// Heap::IncrementalMarkingLimitReached). After a full collection of a benchmark server's 10 MB heap that room
+// is 16 MB, as large as its 16 MiB semi-space: marking may start again at once, and a process runs from none
+// to 90 full collections per 1000 1 MiB requests, its CPU per request following (docs/benchmarks.md, Method).
+// A 64 MiB first limit, which no server reaches in a run, takes that out of the comparison; not in the
+// upload scenario, whose memory is a budget.
+const FIXED_HEAP = '--initial-old-space-size=64'
+
 class Server extends Child {
   constructor (scenario, side, copy) {
     // BENCH_NODE_FLAGS: flags for every server process (node or V8), e.g. to compare garbage-collection settings.
     const execArgv = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+    if (config.heap === 'fixed' && scenario.kind !== 'upload') execArgv.unshift(FIXED_HEAP)
     if (config.profile !== null) {
       execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}-${copy + 1}.cpuprofile`)
     }
@@ -940,7 +953,8 @@ async function main () {
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
   console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? `the sides of a round at the same time in scenarios ${scenarios.filter((s) => s.together === true).map((s) => s.id).join(', ')}, alternating (A B, B A, ...) in the others` : 'sides alternating (A B, B A, ...)'}, ` +
     `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
-    `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}` +
+    `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}; ` +
+    `malloc thresholds ${config.malloc}, first old-generation limit ${config.heap === 'fixed' ? '64 MiB' : 'V8\'s'} (not in uploads)` +
     `${config.lenient ? '; BENCH_LENIENT: failed checks are reported, not fatal' : ''}`)
   const results = []
   for (const scenario of selected) {
