@@ -173,12 +173,11 @@ function mallocEnv (scenario) {
   return { GLIBC_TUNABLES: current ? `${current}:${FIXED_MALLOC}` : FIXED_MALLOC }
 }
 
-// V8 starts marking once the old generation's room is no larger than the new space (heap.cc,
-// Heap::IncrementalMarkingLimitReached). After a full collection of a benchmark server's 10 MB heap that room
-// is 16 MB, as large as its 16 MiB semi-space: marking may start again at once, and a process runs from none
-// to 90 full collections per 1000 1 MiB requests, its CPU per request following (docs/benchmarks.md, Method).
-// A 64 MiB first limit, which no server reaches in a run, takes that out of the comparison; not in the
-// upload scenario, whose memory is a budget.
+// With V8's own limits a benchmark server's 10 MB heap is marked again and again: after a full collection,
+// marking restarted at 10 MB of a 26 MB limit (--trace-incremental-marking), and one process ran 14, another
+// 52 full collections per 1000 1 MiB requests, its CPU per request following (docs/benchmarks.md, Method).
+// A 64 MiB first limit, which no server reaches in a run, takes that out of the comparison; not in the upload
+// scenario, whose memory is a budget.
 const FIXED_HEAP = '--initial-old-space-size=64'
 
 class Server extends Child {
