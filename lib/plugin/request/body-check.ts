@@ -27,7 +27,9 @@ declare module 'fastify' {
   }
 }
 
+// After a body left unread the connection closes; not named on HTTP/2, which forbids connection-specific fields (RFC 9113 §8.2.2).
 const CLOSE = Object.freeze({ connection: 'close' })
+const closeFor = (request: FastifyRequest): typeof CLOSE | undefined => request.raw.httpVersionMajor === 2 ? undefined : CLOSE
 
 function ignoreError (): void {}
 
@@ -255,7 +257,7 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   try {
     if (state.tap?.failure === 'too-large') {
       const names = fieldList(state.claims.map((c) => c.field)) || 'Content-Digest'
-      throw Object.assign(new FST_DIGEST_UNREAD_TOO_LARGE(names, String(state.limit)), { headers: CLOSE })
+      throw Object.assign(new FST_DIGEST_UNREAD_TOO_LARGE(names, String(state.limit)), { headers: closeFor(request) })
     }
     const decoded = decodedDigests(state)
     // Digests in the trailer section count too (RFC 9110 §6.5).
@@ -355,7 +357,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   state.validated = true
   state.waitingReply = () => onSend(request, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
-  const cutOff = (): void => conclude(request, state, null, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), CLOSE))
+  const cutOff = (): void => conclude(request, state, null, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), closeFor(request)))
   if (state.tap === null && !unreadRaw(request, state)) {
     // The streams hash it: the last one is read to its end.
     const last = state.stream as BodyStream

@@ -169,6 +169,22 @@ test('verify: required, a route that answers without reading a body of unknown l
   assertProblem(t, wrong, 'FST_DIGEST_MISMATCH')
 })
 
+test('HTTP/2: the rest of an unread body over bodyLimit is refused with no Connection field (RFC 9113 §8.2.2)', async (t) => {
+  // node's compat layer drops a connection field on HTTP/2 with an UnsupportedWarning, once per process.
+  const warnings: string[] = []
+  const onWarning = (warning: Error): void => { warnings.push(`${warning.name}: ${warning.message}`) }
+  process.on('warning', onWarning)
+  t.teardown(() => { process.off('warning', onWarning) })
+  const { send } = await serve(t, 'h2', {}, (app) => {
+    app.addContentTypeParser('application/x-ignore', (_req, _payload, done) => done(null))
+    app.post('/ignore', { bodyLimit: 1000 }, async () => ({ answered: true }))
+  })
+  const headers = { 'content-type': 'application/x-ignore', 'content-digest': sf('other') }
+  const large = await send({ path: '/ignore', headers, body: Array.from({ length: 8 }, () => Buffer.alloc(16 * 1024)), delay: 10 })
+  assertProblem(t, large, 'FST_DIGEST_UNREAD_TOO_LARGE', 413)
+  t.same(warnings.filter((w) => w.includes('connection')), [], 'no connection-specific field was set')
+})
+
 test('HTTP/2 without Content-Type: fastify parses nothing, the verifier still sees what arrives', async (t) => {
   const { send } = await serve(t, 'h2')
   const empty = await send({ path: '/json', headers: { 'content-digest': sf('') } })
