@@ -44,8 +44,8 @@ require('./tick-maps')
 //   BENCH_PLUGIN       load the plugin from this path instead of the package (e.g. a build of another commit)
 //   BENCH_MALLOC       fixed (default): servers run with fixed glibc malloc thresholds (GLIBC_TUNABLES; not in
 //                      the upload scenario); glibc: glibc's own dynamic thresholds
-//   BENCH_HEAP         fixed (default): servers start with a 64 MiB old-generation limit (not in the upload
-//                      scenario); v8: V8's own
+//   BENCH_HEAP         fixed (default): servers start with a 64 MiB old-generation limit and no memory reducer
+//                      (not in the upload scenario); v8: V8's own
 //   BENCH_TWIN         e.g. "5:streamByHand": adds a copy of that side to the scenario, and a goal line
 //                      comparing the two (how far apart identical code lands in one run)
 //
@@ -175,16 +175,18 @@ function mallocEnv (scenario) {
 
 // With V8's own limits a benchmark server's 10 MB heap is marked again and again: after a full collection,
 // marking restarted at 10 MB of a 26 MB limit (--trace-incremental-marking), and one process ran 14, another
-// 52 full collections per 1000 1 MiB requests, its CPU per request following (docs/benchmarks.md, Method).
-// A 64 MiB first limit, which no server reaches in a run, takes that out of the comparison; not in the upload
-// scenario, whose memory is a budget.
-const FIXED_HEAP = '--initial-old-space-size=64'
+// 52 full collections per 1000 1 MiB requests, its CPU per request following. And a process idle for about 40 s
+// between its runs (while the other processes run) gets three full collections from V8's memory reducer
+// (--trace-gc: "Mark-Compact (reduce)"); the plugin's processes paid more for that than the references' in 5
+// and 8 (docs/benchmarks.md, Method). A 64 MiB first limit, which no server reaches in a run, and no memory reducer
+// take both out of the comparison; not in the upload scenario, whose memory is a budget.
+const FIXED_HEAP = ['--initial-old-space-size=64', '--no-memory-reducer']
 
 class Server extends Child {
   constructor (scenario, side, copy) {
     // BENCH_NODE_FLAGS: flags for every server process (node or V8), e.g. to compare garbage-collection settings.
     const execArgv = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
-    if (config.heap === 'fixed' && scenario.kind !== 'upload') execArgv.unshift(FIXED_HEAP)
+    if (config.heap === 'fixed' && scenario.kind !== 'upload') execArgv.unshift(...FIXED_HEAP)
     if (config.profile !== null) {
       execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}-${copy + 1}.cpuprofile`)
     }
@@ -953,7 +955,7 @@ async function main () {
   console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? `the sides of a round at the same time in scenarios ${scenarios.filter((s) => s.together === true).map((s) => s.id).join(', ')}, alternating (A B, B A, ...) in the others` : 'sides alternating (A B, B A, ...)'}, ` +
     `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
     `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}; ` +
-    `malloc thresholds ${config.malloc}, first old-generation limit ${config.heap === 'fixed' ? '64 MiB' : 'V8\'s'} (not in uploads)` +
+    `malloc thresholds ${config.malloc}, heap ${config.heap === 'fixed' ? 'a 64 MiB first old-generation limit, no memory reducer' : 'V8\'s limits'} (not in uploads)` +
     `${config.lenient ? '; BENCH_LENIENT: failed checks are reported, not fatal' : ''}`)
   const results = []
   for (const scenario of selected) {
