@@ -177,9 +177,9 @@ function mallocEnv (scenario) {
 // marking restarted at 10 MB of a 26 MB limit (--trace-incremental-marking), and one process ran 14, another
 // 52 full collections per 1000 1 MiB requests, its CPU per request following. And a process idle for about 40 s
 // between its runs (while the other processes run) gets three full collections from V8's memory reducer
-// (--trace-gc: "Mark-Compact (reduce)"); the plugin's processes paid more for that than the references' in 5
-// and 8 (docs/benchmarks.md, Method). A 64 MiB first limit, which no server reaches in a run, and no memory reducer
-// take both out of the comparison; not in the upload scenario, whose memory is a budget.
+// (--trace-gc: "Mark-Compact (reduce)"), no part of the load measured (docs/benchmarks.md, Method). A 64 MiB
+// first limit, which no server reaches in a run, and no memory reducer take both out of the comparison; not in
+// the upload scenario, whose memory is a budget.
 const FIXED_HEAP = ['--initial-old-space-size=64', '--no-memory-reducer']
 
 class Server extends Child {
