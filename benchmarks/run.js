@@ -26,7 +26,7 @@ require('./tick-maps')
 //   BENCH_MODE         concurrent (default): in scenarios 1 and 2 the sides of a round run at the same
 //                      time; alternate: one after another (A B, then B A, ...) there too
 //   BENCH_DURATION     seconds per measured run (2)
-//   BENCH_ROUNDS       measured runs per side (10)
+//   BENCH_ROUNDS       measured runs per side (10; a scenario may set more, `rounds`: 20 in 5, 7 and 8)
 //   BENCH_WARMUP       seconds of warm-up per server process, in bursts of 0.5 s on new connections (2)
 //   BENCH_CONNECTIONS  autocannon connections, for scenarios that do not set theirs (10)
 //   BENCH_SCENARIOS    which scenarios, e.g. "1,2,4s" (all)
@@ -70,6 +70,7 @@ const WARMUP_BURST = 0.5
 const config = {
   duration: numberFromEnv('BENCH_DURATION', 2),
   rounds: numberFromEnv('BENCH_ROUNDS', 10),
+  roundsGiven: process.env.BENCH_ROUNDS !== undefined,
   warmup: numberFromEnv('BENCH_WARMUP', 2),
   connections: numberFromEnv('BENCH_CONNECTIONS', 10),
   only: process.env.BENCH_SCENARIOS ? process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : null,
@@ -392,9 +393,9 @@ function machineShare (before, after) {
  * (zlib waits, garbage collection of 1 MiB bodies), and a fixed-size upload
  * finishing first would leave the whole core to the others.
  */
-async function inRounds (sides, once, mode) {
+async function inRounds (sides, once, mode, rounds) {
   const runs = sides.map(() => [])
-  for (let round = 0; round < config.rounds; round++) {
+  for (let round = 0; round < rounds; round++) {
     const servers = sides.map((list) => list[round % list.length])
     if (mode === 'concurrent') {
       // Started in turn by each side first: no side always gets the head start.
@@ -504,6 +505,14 @@ function summarize (runs, { rate, cost, insn }, extra) {
   }))
 }
 
+/**
+ * How many rounds a scenario runs: its own `rounds` where it sets them (those whose per-round ratios
+ * spread widely, docs/benchmarks.md "Method"), unless BENCH_ROUNDS is given.
+ */
+function roundsOf (scenario) {
+  return config.roundsGiven ? config.rounds : scenario.rounds ?? config.rounds
+}
+
 /** How a scenario's rounds run (see inRounds). */
 function modeOf (scenario) {
   return scenario.together === true ? config.mode : 'alternate'
@@ -569,7 +578,7 @@ async function runRequests (scenario, servers, load) {
       faults: after.faults - before.faults,
       requests
     }
-  }, modeOf(scenario))
+  }, modeOf(scenario), roundsOf(scenario))
   return summarize(runs, { rate: 'rps', cost: 'cpuPerRequest', insn: 'instructionsPerRequest' }, (list) => {
     // Every status counted over the measured runs, and the errors (only with BENCH_LENIENT can they be anything but 200 and 0).
     const statuses = {}
@@ -610,7 +619,7 @@ async function runUploads (scenario, servers) {
       kernelGrowth,
       peak: Math.max(memory.peak, memory.kernelPeak ?? 0)
     }
-  }, modeOf(scenario))
+  }, modeOf(scenario), roundsOf(scenario))
   return summarize(runs, { rate: 'mibps', cost: 'cpuPerMiB', insn: 'instructionsPerMiB' }, (list) => ({
     maxGrowth: Math.max(...list.map((r) => r.growth)),
     medianGrowth: median(list.map((r) => r.growth)),
@@ -952,7 +961,7 @@ async function main () {
   const machine = describeMachine()
   console.log(`fastify-digest-fields benchmarks: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, ` +
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
-  console.log(`${config.rounds} rounds of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? `the sides of a round at the same time in scenarios ${scenarios.filter((s) => s.together === true).map((s) => s.id).join(', ')}, alternating (A B, B A, ...) in the others` : 'sides alternating (A B, B A, ...)'}, ` +
+  console.log(`${config.rounds} rounds${config.roundsGiven ? '' : ` (${scenarios.filter((s) => s.rounds !== undefined).map((s) => `${s.rounds} in ${s.id}`).join(', ')})`} of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? `the sides of a round at the same time in scenarios ${scenarios.filter((s) => s.together === true).map((s) => s.id).join(', ')}, alternating (A B, B A, ...) in the others` : 'sides alternating (A B, B A, ...)'}, ` +
     `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
     `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}; ` +
     `malloc thresholds ${config.malloc}, heap ${config.heap === 'fixed' ? 'a 64 MiB first old-generation limit, no memory reducer' : 'V8\'s limits'} (not in uploads)` +
