@@ -11,6 +11,12 @@
 //   BENCH_NODE_FLAGS=--no-concurrent-array-buffer-sweeping node benchmarks/callgrind.js 5 plugin 2000 50 3
 //   BENCH_BODY_BYTES=16384 node benchmarks/callgrind.js 5 plugin 4000 1000 3
 //
+// BENCH_CALLGRIND_FLAGS adds options of callgrind's (--cache-sim=yes: simulated
+// cache misses, read from the kept files with callgrind_annotate).
+// BENCH_CALLGRIND_OUT=<new dir> keeps callgrind's files there (one per window, for
+// callgrind_annotate: native functions and V8 builtins by name, JIT-compiled
+// JavaScript unnamed); by default they go to a temporary directory, removed.
+//
 // BENCH_BODY_BYTES sends only the first bytes of the scenario's request body, with the sha-256
 // Content-Digest of those bytes: with a small body the per-request cost of the check stands out.
 //
@@ -18,11 +24,13 @@
 // the warm-up (enough for V8 to optimize the hot functions: the first windows
 // of a shorter one still count their compilation), instrumentation is turned
 // on and each window of requests is counted apart (callgrind_control --dump),
-// four connections kept alive. Windows that agree show a steady state.
+// four connections kept alive (an HTTP/2 scenario: four streams in flight on
+// one h2c session). Windows that agree show a steady state.
 
 const { execFileSync, fork } = require('node:child_process')
 const fs = require('node:fs')
 const http = require('node:http')
+const http2 = require('node:http2')
 const os = require('node:os')
 const path = require('node:path')
 const { hash } = require('node:crypto')
@@ -38,12 +46,16 @@ const warmup = Number(warmupArg ?? 8000)
 const perWindow = Number(perWindowArg ?? 1000)
 const windows = Number(windowsArg ?? 3)
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fastify-digest-fields-callgrind-'))
+const keep = process.env.BENCH_CALLGRIND_OUT
+// A new directory: every file in it is counted.
+if (keep) fs.mkdirSync(keep)
+const dir = keep || fs.mkdtempSync(path.join(os.tmpdir(), 'fastify-digest-fields-callgrind-'))
 const child = fork(path.join(__dirname, 'server.js'), [], {
   env: { ...process.env, BENCH_SCENARIO: scenario.id, BENCH_SIDE: sideKey },
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   execPath: 'valgrind',
   execArgv: ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', '-q',
+    ...(process.env.BENCH_CALLGRIND_FLAGS ?? '').split(' ').filter(Boolean),
     `--callgrind-out-file=${path.join(dir, 'out.%p')}`, process.execPath,
     ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)]
 })
@@ -57,7 +69,10 @@ if (process.env.BENCH_BODY_BYTES) {
   headers = { ...headers, 'content-digest': `sha-256=:${hash('sha256', body, 'base64')}:` }
 }
 
+let session = null
+
 function once (port) {
+  if (scenario.protocol === 'h2') return onceH2(port)
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers, agent }, (res) => {
       res.resume()
@@ -65,6 +80,19 @@ function once (port) {
     })
     req.on('error', reject)
     req.end(body)
+  })
+}
+
+function onceH2 (port) {
+  session ??= http2.connect(`http://127.0.0.1:${port}`)
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ':method': method, ':path': urlPath, ...headers })
+    let status = 0
+    stream.on('response', (h) => { status = h[':status'] })
+    stream.on('error', reject)
+    stream.on('close', () => status === 200 ? resolve() : reject(new Error(`status ${status}`)))
+    stream.resume()
+    stream.end(body)
   })
 }
 
@@ -100,7 +128,8 @@ child.once('message', async ({ port }) => {
     console.log(JSON.stringify({ scenario: scenario.id, side: sideKey, plugin: process.env.BENCH_PLUGIN ?? null, warmup, perWindow, perRequest }))
   } finally {
     agent.destroy()
+    session?.destroy()
     child.kill('SIGKILL')
-    fs.rmSync(dir, { recursive: true, force: true })
+    if (!keep) fs.rmSync(dir, { recursive: true, force: true })
   }
 })

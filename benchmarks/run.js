@@ -26,7 +26,7 @@ require('./tick-maps')
 //   BENCH_MODE         concurrent (default): in scenarios 1 and 2 the sides of a round run at the same
 //                      time; alternate: one after another (A B, then B A, ...) there too
 //   BENCH_DURATION     seconds per measured run (2)
-//   BENCH_ROUNDS       measured runs per side (10; a scenario may set more, `rounds`: 20 in 5, 7 and 8)
+//   BENCH_ROUNDS       measured runs per side (10; a scenario may set its own, `rounds`)
 //   BENCH_WARMUP       seconds of warm-up per server process, in bursts of 0.5 s on new connections (2)
 //   BENCH_CONNECTIONS  autocannon connections, for scenarios that do not set theirs (10)
 //   BENCH_SCENARIOS    which scenarios, e.g. "1,2,4s" (all)
@@ -961,7 +961,8 @@ async function main () {
   const machine = describeMachine()
   console.log(`fastify-digest-fields benchmarks: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, ` +
     `fastify ${machine.fastify}, @fastify/compress ${machine.compress}, autocannon ${machine.autocannon}`)
-  console.log(`${config.rounds} rounds${config.roundsGiven ? '' : ` (${scenarios.filter((s) => s.rounds !== undefined).map((s) => `${s.rounds} in ${s.id}`).join(', ')})`} of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? `the sides of a round at the same time in scenarios ${scenarios.filter((s) => s.together === true).map((s) => s.id).join(', ')}, alternating (A B, B A, ...) in the others` : 'sides alternating (A B, B A, ...)'}, ` +
+  const ownRounds = config.roundsGiven ? [] : selected.filter((s) => s.rounds !== undefined).map((s) => `${s.rounds} in ${s.id}`)
+  console.log(`${config.rounds} rounds${ownRounds.length === 0 ? '' : ` (${ownRounds.join(', ')})`} of ${config.duration} s per side after ${config.warmup} s of warm-up in bursts, ${config.mode === 'concurrent' ? `the sides of a round at the same time in scenarios ${scenarios.filter((s) => s.together === true).map((s) => s.id).join(', ')}, alternating (A B, B A, ...) in the others` : 'sides alternating (A B, B A, ...)'}, ` +
     `${config.processes} server process(es) per side in turn; instructions ${perfWorks ? 'counted (perf stat)' : 'not counted'}; ` +
     `load average ${loadAverage()}; ${pinned ? 'runner pinned to core 0, servers to the others' : 'not pinned to cores'}; ` +
     `malloc thresholds ${config.malloc}, heap ${config.heap === 'fixed' ? 'a 64 MiB first old-generation limit, no memory reducer' : 'V8\'s limits'} (not in uploads)` +
