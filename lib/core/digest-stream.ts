@@ -14,7 +14,7 @@ export class MultiDigester {
   constructor (readonly algorithms: Iterable<DigestAlgorithm>) {}
 
   #all (): Digester[] {
-    this.#digesters ??= Array.from(this.algorithms, (a) => createDigester(a))
+    this.#digesters ??= [...this.algorithms].map((a) => createDigester(a))
     return this.#digesters
   }
 
