@@ -34,6 +34,7 @@ const http2 = require('node:http2')
 const os = require('node:os')
 const path = require('node:path')
 const { hash } = require('node:crypto')
+const { flagsFromEnv } = require('./env')
 const { scenarios } = require('./scenarios')
 
 const [id, sideKey, warmupArg, perWindowArg, windowsArg] = process.argv.slice(2)
@@ -55,9 +56,9 @@ const child = fork(path.join(__dirname, 'server.js'), [], {
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   execPath: 'valgrind',
   execArgv: ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', '-q',
-    ...(process.env.BENCH_CALLGRIND_FLAGS ?? '').split(' ').filter(Boolean),
+    ...flagsFromEnv('BENCH_CALLGRIND_FLAGS'),
     `--callgrind-out-file=${path.join(dir, 'out.%p')}`, process.execPath,
-    ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)]
+    ...flagsFromEnv('BENCH_NODE_FLAGS')]
 })
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
 

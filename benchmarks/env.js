@@ -11,4 +11,9 @@ function numberFromEnv (name, fallback) {
   return n
 }
 
-module.exports = { numberFromEnv }
+/** Command-line flags from `process.env[name]`, separated by spaces; none when unset. */
+function flagsFromEnv (name) {
+  return (process.env[name] ?? '').split(' ').filter(Boolean)
+}
+
+module.exports = { flagsFromEnv, numberFromEnv }

@@ -60,7 +60,7 @@ const autocannon = require('autocannon')
 const { scenarios } = require('./scenarios')
 const { h2Once } = require('./h2-load')
 
-const { numberFromEnv } = require('./env')
+const { flagsFromEnv, numberFromEnv } = require('./env')
 const { median } = require('./stats')
 const MiB = 1048576
 const HOST = '127.0.0.1'
@@ -186,7 +186,7 @@ const FIXED_HEAP = ['--initial-old-space-size=64', '--no-memory-reducer']
 class Server extends Child {
   constructor (scenario, side, copy) {
     // BENCH_NODE_FLAGS: flags for every server process (node or V8), e.g. to compare garbage-collection settings.
-    const execArgv = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+    const execArgv = flagsFromEnv('BENCH_NODE_FLAGS')
     if (config.heap === 'fixed' && scenario.kind !== 'upload') execArgv.unshift(...FIXED_HEAP)
     if (config.profile !== null) {
       execArgv.push('--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', config.profile, '--cpu-prof-name', `scenario-${scenario.id}-${side.key}-${copy + 1}.cpuprofile`)
