@@ -41,9 +41,12 @@ export const defaultAlgorithms: readonly DigestAlgorithm[] = Object.freeze(['sha
 
 /** A value as an error message shows it. */
 export function describe (value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (Array.isArray(value)) return 'an array'
-  return value === null ? 'null' : typeof value
+  switch (typeof value) {
+    case 'string': return JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value)
+    case 'number': case 'boolean': case 'bigint': return `${typeof value} ${String(value)}`
+    case 'object': return value === null ? 'null' : Array.isArray(value) ? 'an array' : 'object'
+    default: return typeof value
+  }
 }
 
 /** The enabled algorithms: a non-empty list of registry keys without repeats. */

@@ -39,6 +39,8 @@ const checkLiveTypes: Check<ReadonlySet<string>> = (value, name, fail) => {
 /** `integrityKeys`: Ed25519 private keys (KeyObjects or PEM), one or a list, by keyid. */
 const checkIntegrityKeys: Check<IntegrityKeys, DigestParams> = (value, name, fail, { algorithms }) => {
   const keys = new Map<string, HeldKey>()
+  // An empty list would hold no key and never sign: refused rather than silently inert.
+  if (Array.isArray(value) && value.length === 0) throw fail(name, 'expected a key or a non-empty list of keys, got an empty list')
   for (const item of Array.isArray(value) ? value : [value]) {
     const held = heldKeyOf(item)
     if (typeof held === 'string') throw fail(name, held)

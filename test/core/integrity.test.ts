@@ -16,7 +16,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import Fastify, { type FastifyInstance } from 'fastify'
 import compress from '@fastify/compress'
 import fastifyStatic from '@fastify/static'
-import { createVerifier, httpbis } from 'http-message-signatures'
+import { createSigner, createVerifier, httpbis } from 'http-message-signatures'
 import { parseDictionary, serializeDictionary } from 'structured-headers'
 import type { FastifyDigestFieldsOptions } from '../../types/index'
 import digestFields = require('../../lib/index')
@@ -100,6 +100,7 @@ test('integrityKeys: Ed25519 private keys, as KeyObjects or PEM; anything else i
     ['an Ed25519 public key in PEM', ed.publicKey.export({ type: 'spki', format: 'pem' }), /a public key/],
     ['a string that is no PEM', 'not a key', /no PEM private key/],
     ['a number', 42, /got number/],
+    ['an empty list', [], /expected a key or a non-empty list of keys, got an empty list/],
     ['null in the list', [null], /got null/],
     ['a key listed twice', [ed.privateKey, pem], /listed twice/]
   ]
@@ -109,7 +110,6 @@ test('integrityKeys: Ed25519 private keys, as KeyObjects or PEM; anything else i
   }
   t.throws(() => normalizeOptions({ algorithms: ['md5'], integrityKeys: ed.privateKey }),
     { code: 'FST_DIGEST_INVALID_OPTION', message: /"integrityKeys".*sha-256 or sha-512/ }, 'no sha-2 enabled: nothing to sign')
-  t.equal(normalizeOptions({ algorithms: ['md5'], integrityKeys: [] }).integrityKeys.size, 0, 'an empty list: no keys, no check')
   await t.rejects(async () => { await buildApp(t, { integrityKeys: ed.publicKey as never }) }, { code: 'FST_DIGEST_INVALID_OPTION' }, 'register() fails')
 })
 
@@ -450,4 +450,47 @@ test('what the plugin does not sign: a 406, a response without content, a reply 
   t.equal(missing.statusCode, 404)
   t.ok(verifiedByHand(missing.headers, 'sig0', ed.publicKey), 'a 404 asked for: signed, as any response with content')
   t.equal(createHash('sha256').update(missing.rawPayload).digest('base64'), (missing.headers['unencoded-digest'] as string).slice(9, -1))
+})
+
+test('a hook\'s Signature and Signature-Input join the SRI ones in one Dictionary each; a label used twice fails the hook', async (t) => {
+  const signer = generateKeyPairSync('ed25519')
+  let label = 'sig1'
+  let input = ''
+  const server = await buildApp(t, {
+    integrityKeys: ed.privateKey,
+    contentDigest: true,
+    async onDigestFields (_request, reply, fields) {
+      if (reply.statusCode >= 500) return undefined
+      // An RFC 9421 response signature over Content-Digest, by http-message-signatures.
+      const signed = await httpbis.signMessage({ key: createSigner(signer.privateKey, 'ed25519', keyid(signer.publicKey)), name: label, fields: ['content-digest'] },
+        { status: reply.statusCode, headers: { 'content-digest': fields['content-digest'] as string } as Record<string, string> })
+      return { 'signature-input': input === '' ? signed.headers['Signature-Input'] as string : input, signature: signed.headers['Signature'] as string }
+    }
+  })
+  server.get('/s.js', async (_req, reply) => reply.type('text/javascript').send(SCRIPT))
+  const headers = { 'accept-signature': ask(KEY) }
+  const res = await server.inject({ url: '/s.js', headers })
+  t.equal(res.statusCode, 200)
+  t.same([...parseDictionary(res.headers['signature'] as string).keys()], ['sig0', 'sig1'], 'one Signature, both labels')
+  t.same([...parseDictionary(res.headers['signature-input'] as string).keys()], ['sig0', 'sig1'], 'one Signature-Input, both labels')
+  t.ok(verifiedByHand(res.headers, 'sig0', ed.publicKey), 'the SRI signature still verifies')
+  t.equal(await verifiedByLibrary(res.headers, ed.publicKey, signer.publicKey), true, 'http-message-signatures verifies both')
+
+  label = 'sig0'
+  const clash = await server.inject({ url: '/s.js', headers })
+  t.equal(clash.statusCode, 500)
+  t.match(clash.json(), { code: 'FST_DIGEST_FIELD_HOOK_FAILED', message: /the signature-input label sig0 is taken by the response's own signature/ })
+  t.not(clash.body, SCRIPT)
+
+  label = 'sig1'
+  input = 'sig1=('
+  const malformed = await server.inject({ url: '/s.js', headers })
+  t.equal(malformed.statusCode, 500)
+  t.match(malformed.json(), { code: 'FST_DIGEST_FIELD_HOOK_FAILED', message: /signature-input is not a Structured Field Dictionary/ })
+
+  // No SRI signature on the response: the hook's fields go out as returned.
+  input = ''
+  const alone = await server.inject('/s.js')
+  t.same([...parseDictionary(alone.headers['signature'] as string).keys()], ['sig1'])
+  t.equal(await verifiedByLibrary(alone.headers, signer.publicKey), true)
 })

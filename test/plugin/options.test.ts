@@ -22,8 +22,12 @@ const bad: Array<[string, unknown, RegExp]> = [
   ['legacyDigest', { legacyDigest: [] }, /"legacyDigest": expected a boolean, got an array/],
   ['unencodedDigest not enabled', { unencodedDigest: 'md5' }, /"unencodedDigest": expected true, false, or algorithms among the enabled ones \(sha-256, sha-512\), got "md5"/],
   ['unencodedDigest wrong type', { unencodedDigest: 'yes' }, /"unencodedDigest": .*got "yes"/],
-  ['maxBufferSize negative', { maxBufferSize: -1 }, /"maxBufferSize": expected a non-negative integer/],
-  ['maxBufferSize fractional', { maxBufferSize: 1.5 }, /"maxBufferSize"/],
+  ['maxBufferSize negative', { maxBufferSize: -1 }, /"maxBufferSize": expected a non-negative integer number of bytes, got number -1$/],
+  ['maxBufferSize fractional', { maxBufferSize: 1.5 }, /"maxBufferSize": .*got number 1\.5$/],
+  ['maxBufferSize Infinity', { maxBufferSize: Infinity }, /"maxBufferSize": .*got number Infinity$/],
+  ['maxBufferSize NaN', { maxBufferSize: NaN }, /"maxBufferSize": .*got number NaN$/],
+  ['fileCacheSize negative', { fileCacheSize: -1 }, /"fileCacheSize": .*got number -1$/],
+  ['fileCacheSize fractional', { fileCacheSize: 2.5 }, /"fileCacheSize": .*got number 2\.5$/],
   ['maxBufferSize string', { maxBufferSize: '1mb' }, /"maxBufferSize"/]
 ]
 

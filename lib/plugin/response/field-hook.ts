@@ -3,6 +3,7 @@
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { parseDictionary } from 'structured-headers'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
 import { describe, type DigestParams } from '../../core/option-checks'
@@ -12,6 +13,8 @@ type TrailerDone = (err: Error | null, value?: string) => void
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
+/** The value of a field the response already holds in the hook's section, if any. */
+type Present = (name: string) => string | undefined
 
 export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
@@ -24,35 +27,99 @@ function headerFields (reply: FastifyReply, into: Fields = {}): Fields {
   return into
 }
 
-/** The hook's fields, checked: strings or lists of them (RFC 9110 §5.3: one line), naming no digest field. */
-function addedFields (result: AddedFields): Added {
-  if (result === undefined || result === null) return []
-  if (typeof result !== 'object') throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
-  const out: Added = []
-  for (const [name, value] of Object.entries(result) as Array<[string, unknown]>) {
-    const line = Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') : value
-    if (typeof line !== 'string') throw new Error(`expected the value of ${name} to be a string or a list of strings, got ${describe(value)}`)
-    if ((DIGEST_FIELDS as readonly string[]).includes(name.toLowerCase())) throw new Error(`${name} is a digest field: the hook adds fields, it does not replace digests`)
-    out.push([name, line])
+// A field name is a token (RFC 9110 §5.1, §5.6.2); a value holds field-vchar, SP and HTAB only (§5.5: no CR, LF
+// or NUL), as node's own check of a header (lib/_http_common.js checkInvalidHeaderChar).
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
+// Fields that frame, route or code the message, which a hook cannot add to a response already framed: RFC 9110
+// §6.5.1 (not in trailers), RFC 9113 §8.2.2 (connection-specific, refused by HTTP/2).
+const FRAMING = new Set(['connection', 'content-encoding', 'content-length', 'host', 'http2-settings', 'keep-alive',
+  'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
+
+/** One returned field, checked: a token name that is no digest or framing field, a string or list of strings. */
+function addedField (name: string, value: unknown): [string, string] {
+  if (!TOKEN.test(name)) throw new Error(`${JSON.stringify(name)} is not a field name (RFC 9110 §5.1: a token)`)
+  const lower = name.toLowerCase()
+  if ((DIGEST_FIELDS as readonly string[]).includes(lower)) {
+    throw new Error(`${name} is a digest field: the hook adds fields, it does not replace digests`)
   }
-  return out
+  if (FRAMING.has(lower)) throw new Error(`${name} frames or routes the message: a hook cannot add it`)
+  const line = Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') : value
+  if (typeof line !== 'string') {
+    throw new Error(`expected the value of ${name} to be a string or a list of strings, got ${describe(value)}`)
+  }
+  if (!FIELD_VALUE.test(line)) throw new Error(`the value of ${name} holds a character a field value cannot (RFC 9110 §5.5)`)
+  return [lower, line]
 }
 
-/** Call `hook` with `fields`; `then` gets its checked fields, or `fail` its failure. Synchronous when the hook is. */
-function run (
-  hook: DigestFieldsHook, request: FastifyRequest, reply: FastifyReply, fields: Fields,
-  then: (added: Added) => void, fail: (err: Error) => void
-): void {
-  const failed = (err: unknown): void => fail(new FST_DIGEST_FIELD_HOOK_FAILED(err instanceof Error ? err.message : describe(err), { cause: err }))
-  let added: Added | Promise<Added>
+const SIGNATURE_FIELDS = new Set(['signature', 'signature-input'])
+
+/** The labels of a Signature or Signature-Input value, a Dictionary (RFC 9421 §4.1, §4.2). */
+function labels (name: string, value: string): string[] {
   try {
-    const result = hook(request, reply, Object.freeze(fields) as DigestFieldValues)
-    added = typeof (result as PromiseLike<unknown> | null)?.then === 'function' ? Promise.resolve(result).then(addedFields) : addedFields(result as AddedFields)
-  } catch (err) {
-    return failed(err)
+    return [...parseDictionary(value).keys()]
+  } catch {
+    throw new Error(`the value of ${name} is not a Structured Field Dictionary (RFC 9421 §4)`)
   }
-  if (Array.isArray(added)) then(added)
-  else added.then(then, failed)
+}
+
+// A Signature or Signature-Input the response holds already (the SRI one, or the route's) and the hook's: one
+// Dictionary of both, each signature under its own label (RFC 9421 §4.2); a label used twice is refused.
+function joined (name: string, value: string, present: Present): string {
+  const current = SIGNATURE_FIELDS.has(name) ? present(name) : undefined
+  if (current === undefined) return value
+  const taken = new Set(labels(name, current))
+  const clash = labels(name, value).find((label) => taken.has(label))
+  if (clash !== undefined) throw new Error(`the ${name} label ${clash} is taken by the response's own signature`)
+  return `${current}, ${value}`
+}
+
+/** The hook's fields, checked (RFC 9110 §5.3: a list is one line); nothing returned is nothing to add. */
+function addedFields (result: AddedFields, present: Present): Added {
+  if (result === undefined || result === null) return []
+  if (typeof result !== 'object' || Array.isArray(result)) {
+    throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
+  }
+  return Object.entries(result as Record<string, unknown>).map(([name, value]) => {
+    const [lower, line] = addedField(name, value)
+    return [lower, joined(lower, line, present)]
+  })
+}
+
+interface Call {
+  readonly request: FastifyRequest
+  readonly reply: FastifyReply
+  readonly fields: Fields
+  /** What the response holds already of a field the hook may return. */
+  readonly present: Present
+}
+
+/** Call the hook; `then` gets its checked fields, or `fail` its failure. Synchronous when the hook is. */
+function run (hook: DigestFieldsHook, call: Call, then: (added: Added) => void, fail: (err: Error) => void): void {
+  let result: unknown
+  try {
+    result = hook(call.request, call.reply, Object.freeze(call.fields) as DigestFieldValues)
+    if (typeof (result as PromiseLike<unknown> | null)?.then !== 'function') return checked(result, call, then, fail)
+  } catch (err) {
+    return fail(hookError('it threw', err))
+  }
+  Promise.resolve(result).then((value) => checked(value, call, then, fail), (err: unknown) => fail(hookError('it rejected', err)))
+}
+
+/** The hook's failure: its own error is the cause, whose message the log adds (pino's err serializer). */
+function hookError (how: string, err: unknown): Error {
+  return new FST_DIGEST_FIELD_HOOK_FAILED(err instanceof Error ? how : `${how} ${describe(err)}`, { cause: err })
+}
+
+/** `then` with the fields `result` holds, or `fail` with why they cannot go out. */
+function checked (result: unknown, call: Call, then: (added: Added) => void, fail: (err: Error) => void): void {
+  let added: Added
+  try {
+    added = addedFields(result as AddedFields, call.present)
+  } catch (err) {
+    return fail(new FST_DIGEST_FIELD_HOOK_FAILED(`it returned what cannot go out: ${(err as Error).message}`))
+  }
+  then(added)
 }
 
 /** Whether digest trailers are declared: the onDigestFields hook then runs with them. */
@@ -65,11 +132,17 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
 export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
   const hook = params.onDigestFields
   if (hook === null || hasDigestTrailers(reply) || !DIGEST_FIELDS.some((name) => typeof reply.getHeader(name) === 'string')) return done(null, payload)
-  run(hook, request, reply, headerFields(reply), (added) => {
+  const present: Present = (name) => {
+    const value = reply.getHeader(name)
+    return typeof value === 'string' ? value : undefined
+  }
+  run(hook, { request, reply, fields: headerFields(reply), present }, (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
   }, (err) => {
-    for (const name of DIGEST_FIELDS) reply.removeHeader(name)
+    // The error handler answers with a body of its own: the digests and the coding of this one go (fastify
+    // lib/error-handler.js handleError drops Content-Type and Content-Length only).
+    for (const name of [...DIGEST_FIELDS, 'content-encoding']) reply.removeHeader(name)
     done(err)
   })
 }
@@ -95,7 +168,7 @@ export class TrailerHook {
     const fields: Fields = {}
     for (const [name, value] of values) if (value !== null) fields[name] = value
     headerFields(reply, fields)
-    run(this.hook, this.request, reply, fields, (added) => {
+    run(this.hook, { request: this.request, reply, fields, present: () => undefined }, (added) => {
       const addTrailers = reply.raw.addTrailers
       reply.raw.addTrailers = function addTrailersWithAdded (this: ServerResponse | Http2ServerResponse, trailers: Record<string, string>) {
         addTrailers.call(this, { ...trailers, ...Object.fromEntries(added) })
