@@ -245,7 +245,7 @@ declare namespace fastifyDigestFields {
   export interface SelectionInput {
     /** Enabled algorithms in server preference order. */
     algorithms: readonly DigestAlgorithm[]
-    /** The field's own Want-* preferences, if any (the other field's play no part: RFC 9530 §4). */
+    /** The Want-* preferences the field follows, if any: its own, or the other field's when it has none (docs/design.md, "Negotiation"). */
     want?: WantMap | null
     /** Algorithms to send unsolicited for this field (empty: none). */
     unsolicited?: readonly DigestAlgorithm[]

@@ -1,6 +1,6 @@
 // What a response carries, and in which mode (docs/design.md, "Two digests per
 // response" to "Live streams"), and the 406 rule. Pure: the request's facts (planFields), then the payload's (planDelivery).
-import type { DigestAlgorithm, DigestOmission } from '../../types/index'
+import type { DigestAlgorithm, DigestOmission, WantMap } from '../../types/index'
 import type { DigestParams } from './option-checks'
 import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
 import { parseDigestField, parseWantField, writtenAlike } from './fields'
@@ -159,10 +159,23 @@ function trailersAllowed (request: RequestFacts, params: DigestParams): boolean 
   return params.trailers && request.httpVersion !== '1.0' && typeof te === 'string' && TE_TRAILERS.test(te)
 }
 
-/** Each field's algorithms follow its own Want-* only (RFC 9530 §4); without one, the configured ones. */
+/** A field's algorithms by its Want-* (RFC 9530 §4); without one, the configured ones. */
 function selected (want: string | string[] | undefined, params: DigestParams, unsolicited: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
   const map = parseWantField(want)
   return map === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want: map, unsolicited })
+}
+
+// Content-Digest and Repr-Digest: a field with a valid Want-* of its own follows it (RFC 9530 §4); one without follows
+// the other field's when it is sent unsolicited, so that a PUT with Want-Repr-Digest gets both fields in the algorithm
+// asked (docs/design.md, "Negotiation", and its exchanges 1 and 5).
+function selectedPair (h: RequestFacts['headers'], params: DigestParams): [readonly DigestAlgorithm[], readonly DigestAlgorithm[]] {
+  const content = parseWantField(h['want-content-digest'])
+  const repr = parseWantField(h['want-repr-digest'])
+  const pick = (own: WantMap | null, other: WantMap | null, unsolicited: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] => {
+    const want = own ?? (unsolicited.length > 0 ? other : null)
+    return want === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want, unsolicited })
+  }
+  return [pick(content, repr, params.contentDigest), pick(repr, content, params.reprDigest)]
 }
 
 /** A route's unsolicited Unencoded-Digest algorithms when signed, worked out once per route. */
@@ -177,8 +190,7 @@ function signedUnencoded (params: DigestParams): readonly DigestAlgorithm[] {
 /** The fields for this request on this route, or null when it carries none (only Vary is added). */
 export function planFields (request: RequestFacts, params: DigestParams): FieldPlan | null {
   const h = request.headers
-  const content = selected(h['want-content-digest'], params, params.contentDigest)
-  const repr = selected(h['want-repr-digest'], params, params.reprDigest)
+  const [content, repr] = selectedPair(h, params)
   const signatures = params.integrityKeys.size === 0
     ? NO_SIGNATURES
     : signaturesFor(requestedSignatures(h['accept-signature'], params.integrityKeys), params.integritySignature)

@@ -104,12 +104,15 @@ const TABLE: Row[] = [
   // Want-* weights (RFC 9530 §4).
   { name: 'Want-Repr-Digest picks the highest weight', request: { wantReprDigest: 'sha-256=1, sha-512=5' }, expect: { content: [], repr: ['sha-512'] } },
   { name: 'Want-Content-Digest alone', request: { wantContentDigest: 'sha-256=3' }, expect: { content: ['sha-256'], repr: [] } },
-  { name: 'Want-* weight 0 refuses the unsolicited algorithm: the next enabled one', plugin: BOTH, request: { wantReprDigest: 'sha-256=0' }, expect: { content: ['sha-256'], repr: ['sha-512'] } },
+  { name: 'Want-* weight 0 refuses the unsolicited algorithm: the next enabled one, in the field without a Want-* too', plugin: BOTH, request: { wantReprDigest: 'sha-256=0' }, expect: { content: ['sha-512'], repr: ['sha-512'] } },
   { name: 'Want-* weight 0 on both: the next enabled one in both', plugin: BOTH, request: { wantContentDigest: 'sha-256=0', wantReprDigest: 'sha-256=0' }, expect: { content: ['sha-512'], repr: ['sha-512'], shared: ['sha-512'] } },
   { name: 'Want-* weight 0 for every enabled algorithm: nothing', plugin: BOTH, request: { wantContentDigest: 'sha-256=0, sha-512=0', wantReprDigest: 'sha-512=0, sha-256=0' }, expect: null },
   { name: 'Want-* weight 0 and nothing unsolicited: nothing', request: { wantContentDigest: 'sha-256=0' }, expect: null },
-  { name: 'a Want-* picks for its own field only (RFC 9530 §4)', plugin: BOTH, request: { wantContentDigest: 'sha-512=2' }, expect: { content: ['sha-512'], repr: ['sha-256'], shared: null } },
-  { name: 'Want-Repr-Digest leaves Content-Digest as configured', plugin: BOTH, request: { wantReprDigest: 'sha-512=10' }, expect: { content: ['sha-256'], repr: ['sha-512'], shared: null } },
+  { name: 'Want-Content-Digest picks for Repr-Digest too when it has no Want-* of its own (exchange 1)', plugin: BOTH, request: { wantContentDigest: 'sha-512=2' }, expect: { content: ['sha-512'], repr: ['sha-512'], shared: ['sha-512'] } },
+  { name: 'Want-Repr-Digest picks for Content-Digest too when it has no Want-* of its own (exchange 5)', plugin: BOTH, request: { wantReprDigest: 'sha-512=10' }, expect: { content: ['sha-512'], repr: ['sha-512'], shared: ['sha-512'] } },
+  { name: 'each field follows its own Want-* when both are sent', plugin: BOTH, request: { wantContentDigest: 'sha-512=2', wantReprDigest: 'sha-256=1' }, expect: { content: ['sha-512'], repr: ['sha-256'], shared: null } },
+  { name: 'an invalid Want-* is none: the field follows the other field\'s', plugin: BOTH, request: { wantContentDigest: 'sha-512=11', wantReprDigest: 'sha-512=1' }, expect: { content: ['sha-512'], repr: ['sha-512'] } },
+  { name: 'the other field\'s Want-* makes no field appear that is not sent unsolicited', request: { wantReprDigest: 'sha-512=10' }, expect: { content: [], repr: ['sha-512'] } },
   { name: 'Want-* for an algorithm not enabled', request: { wantReprDigest: 'md5=9' }, expect: null },
   { name: 'Want-* unparseable: ignored', plugin: BOTH, request: { wantReprDigest: '(((' }, expect: { content: ['sha-256'], repr: ['sha-256'] } },
   // HEAD, 206, no content.

@@ -330,8 +330,13 @@ for (const [name, opts] of [
       if (res.statusCode !== 200) throw new Error(`${where}: ${res.statusCode}`)
       const wantContent = parseWantField(received(headers['want-content-digest']))
       const wantRepr = parseWantField(received(headers['want-repr-digest']))
-      const contentAlgs = selectAlgorithms({ algorithms, want: wantContent, unsolicited: configured(opts.contentDigest) })
-      const reprAlgs = selectAlgorithms({ algorithms, want: wantRepr, unsolicited: configured(opts.reprDigest) })
+      // A field without a Want-* of its own follows the other field's when it is sent unsolicited (design.md, "Negotiation").
+      const contentUnsolicited = configured(opts.contentDigest)
+      const reprUnsolicited = configured(opts.reprDigest)
+      const contentWant = wantContent ?? (contentUnsolicited.length > 0 ? wantRepr : null)
+      const reprWant = wantRepr ?? (reprUnsolicited.length > 0 ? wantContent : null)
+      const contentAlgs = selectAlgorithms({ algorithms, want: contentWant, unsolicited: contentUnsolicited })
+      const reprAlgs = selectAlgorithms({ algorithms, want: reprWant, unsolicited: reprUnsolicited })
       const content = method === 'HEAD' ? Buffer.alloc(0) : res.rawPayload
       const fields = { ...res.headers, ...res.trailers }
       const sentContent = fieldAlgorithms(fields['content-digest'], content, `${where} Content-Digest`)

@@ -77,13 +77,17 @@ export function reprOf (reply: FastifyReply, state: ResponseState, content: Dige
 
 // The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
 // its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
+// It describes no representation of the target: the fields that would go (validators, RFC 9110 §8.8; Content-Location
+// and Content-Language, §8.7, §8.5).
+const NOT_THE_406S = ['content-encoding', 'content-range', 'content-language', 'content-location', 'etag', 'last-modified',
+  ...DIGEST_FIELDS]
 export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null
   if (!fails) return null
   const { plan } = state
   reply.code(406)
-  for (const h of ['content-encoding', 'content-range', ...DIGEST_FIELDS]) reply.removeHeader(h)
+  for (const h of NOT_THE_406S) reply.removeHeader(h)
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
   const content = plan.head ? '' : STALE_PROBLEM

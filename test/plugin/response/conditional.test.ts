@@ -2,8 +2,13 @@
 // representation gets 406 with problem details and the Repr-Digest of the current one.
 import { test } from 'tap'
 import { Readable } from 'node:stream'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import compress from '@fastify/compress'
+import fastifyStatic from '@fastify/static'
 import type { LightMyRequestResponse } from 'fastify'
+import { staticHeaders } from '../../../lib/index'
 import { buildApp, decode, sf, EMPTY_SHA256 } from '../../helpers'
 import type { TapTest } from '../request/upload-helpers'
 
@@ -39,6 +44,32 @@ test('exchange 6: a non-matching Repr-Digest gets 406 with the right sha-256 Rep
   t.equal(head.headers['content-type'], 'application/problem+json')
   t.equal(head.headers['content-length'], res.headers['content-length'], 'the Content-Length a GET gets')
   t.equal(head.headers['repr-digest'], sf(BODY))
+})
+
+// RFC 9110 §8.8: validators describe the selected representation; a 406 has none. Neither do Content-Location
+// (§8.7) and Content-Language (§8.5) describe its problem details.
+test('a 406 keeps no validator or representation metadata of the response it replaces', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'stale-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'f.json'), BODY)
+  const app = await buildApp(t)
+  await app.register(fastifyStatic, { root: dir, prefix: '/files/', setHeaders: staticHeaders })
+  app.get('/items/123', async (_req, reply) => reply.type('application/json').header('etag', '"v1"').header('last-modified', new Date(0).toUTCString())
+    .header('content-location', '/items/123.json').header('content-language', 'en').header('cache-control', 'max-age=60').send(BODY))
+  for (const url of ['/items/123', '/files/f.json']) {
+    const ok = await app.inject({ url })
+    t.type(ok.headers.etag, 'string', `${url}: the 200 has an ETag`)
+    t.type(ok.headers['last-modified'], 'string', `${url}: and a Last-Modified`)
+    for (const method of ['GET', 'HEAD'] as const) {
+      const res = await app.inject({ method, url, headers: { 'repr-digest': STALE } })
+      t.equal(res.statusCode, 406, `${method} ${url}`)
+      t.same([res.headers.etag, res.headers['last-modified'], res.headers['content-location'], res.headers['content-language']],
+        [undefined, undefined, undefined, undefined], `${method} ${url}: no validators, location or language`)
+      t.equal(res.headers['repr-digest'], sf(BODY), `${method} ${url}: the current Repr-Digest`)
+    }
+  }
+  const kept = await app.inject({ url: '/items/123', headers: { 'repr-digest': STALE } })
+  t.equal(kept.headers['cache-control'], 'max-age=60', 'what is not about the representation stays')
 })
 
 test('the 406\'s Content-Digest is that of its problem details (a HEAD: of empty content)', async (t) => {

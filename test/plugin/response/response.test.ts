@@ -95,7 +95,7 @@ test('negotiation per docs/design.md', async (t) => {
     [{ 'want-content-digest': 'sha-512=1.5' }, sf(body), undefined, 'decimal weight: ignored'],
     [{ 'want-content-digest': 'sha-512' }, sf(body), undefined, 'boolean member: ignored'],
     [{ 'want-content-digest': 'SHA-512=3' }, sf(body), undefined, 'invalid syntax: ignored'],
-    [{ 'want-repr-digest': 'sha-512=5' }, sf(body), sf(body, 'sha-512'), 'Want-Repr-Digest picks for Repr-Digest only (RFC 9530 §4)'],
+    [{ 'want-repr-digest': 'sha-512=5' }, sf(body, 'sha-512'), sf(body, 'sha-512'), 'Want-Repr-Digest picks for Content-Digest too, which has no Want-* of its own (exchange 5)'],
     [{ 'want-repr-digest': 'md5=1', 'want-content-digest': 'sha-256=1' }, sf(body), sf(body, 'md5'), 'each field follows its own Want']
   ]
   for (const [headers, cd, rd, name] of cases) {
@@ -106,9 +106,10 @@ test('negotiation per docs/design.md', async (t) => {
   }
 })
 
-// RFC 9530 §4: each Want-* field is a preference for its own field; nothing
-// ties one field's algorithm to the other's.
-test('a Want-* field picks the algorithm of its own field only', async (t) => {
+// docs/design.md, "Negotiation": a field with a Want-* of its own follows it
+// (RFC 9530 §4); a field sent unsolicited without one follows the other
+// field's, so exchanges 1 and 5 read alike.
+test('a Want-* field picks its own field\'s algorithm, and the other field\'s when that one has no Want-*', async (t) => {
   const app = await buildApp(t, { contentDigest: true, reprDigest: true })
   app.get('/', async () => 'one field each')
   const body = 'one field each'
@@ -118,8 +119,17 @@ test('a Want-* field picks the algorithm of its own field only', async (t) => {
   ] as const) {
     const res = await app.inject({ url: '/', headers: { [field]: 'sha-512=10' } })
     t.equal(res.headers[own], sf(body, 'sha-512'), `${field}: its own field`)
-    t.equal(res.headers[other], sf(body), `${field}: the other field stays unsolicited, as configured`)
+    t.equal(res.headers[other], sf(body, 'sha-512'), `${field}: the other field, which has no Want-*, follows it`)
   }
+  const both = await app.inject({ url: '/', headers: { 'want-content-digest': 'sha-512=10', 'want-repr-digest': 'sha-256=1' } })
+  t.equal(both.headers['content-digest'], sf(body, 'sha-512'), 'both asked: each its own')
+  t.equal(both.headers['repr-digest'], sf(body), 'both asked: each its own')
+  // A field not sent unsolicited does not appear for the other field's Want-*.
+  const one = await buildApp(t, { contentDigest: true })
+  one.get('/', async () => body)
+  const res = await one.inject({ url: '/', headers: { 'want-content-digest': 'sha-512=10' } })
+  t.equal(res.headers['content-digest'], sf(body, 'sha-512'))
+  t.equal(res.headers['repr-digest'], undefined, 'Repr-Digest stays off')
 })
 
 // RFC 9530 §4: weight 0 means "not acceptable" for that algorithm, not "send
@@ -134,7 +144,7 @@ test('an unsolicited field whose algorithms the client refused: the next enabled
   for (const url of ['/true', '/one']) {
     const res = await app.inject({ url, headers: { 'want-content-digest': 'sha-256=0' } })
     t.equal(res.headers['content-digest'], sf(body, 'sha-512'), `${url}: sha-256 refused, sha-512 instead`)
-    t.equal(res.headers['repr-digest'], sf(body), `${url}: Repr-Digest as configured`)
+    t.equal(res.headers['repr-digest'], sf(body, 'sha-512'), `${url}: Repr-Digest, without a Want-* of its own, follows it`)
     const repr = await app.inject({ url, headers: { 'want-repr-digest': 'sha-256=0' } })
     t.equal(repr.headers['repr-digest'], sf(body, 'sha-512'), `${url}: the same for Repr-Digest`)
     const none = await app.inject({ url, headers: { 'want-content-digest': 'sha-256=0, sha-512=0' } })
@@ -263,7 +273,7 @@ test('404 and error responses get digests of their own bodies (RFC 9530 B.10)', 
   for (const url of ['/missing', '/boom', '/teapot']) {
     const res = await app.inject({ url, headers: { 'want-repr-digest': 'sha-512=1' } })
     t.ok(res.statusCode >= 400, url)
-    t.equal(res.headers['content-digest'], sf(res.rawPayload), `${url} Content-Digest`)
+    t.equal(res.headers['content-digest'], sf(res.rawPayload, 'sha-512'), `${url} Content-Digest, without a Want-* of its own, follows Want-Repr-Digest`)
     t.equal(res.headers['repr-digest'], sf(res.rawPayload, 'sha-512'), `${url} Repr-Digest`)
     t.equal(res.headers.vary, 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest', url)
   }
