@@ -6,7 +6,7 @@ import type { DigestAlgorithm, DigestVerification, FieldVerification } from '../
 import { digestAll, isNodeStream, MultiDigester, type DigestResults, type EndCheck, type StreamTap } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING,
-  FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
+  FST_DIGEST_TRAILER_UNANNOUNCED, FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
 } from '../../core/errors'
 import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
 import { contentCoding, createContentDecoders, DECODABLE_CODINGS, DecodingTap } from '../../core/content-decoding'
@@ -150,8 +150,11 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   const decoded = new Set<DigestAlgorithm>()
   const decodedFields = collectAlgorithms(received, decoded, claims, headers.trailer, params, coding)
   const required = params.verify === 'required'
-  // Nothing to hash: settled now, but a 'required' body of unknown length (HTTP/2, chunked) is counted.
-  const settled = received.size === 0 && decoded.size === 0 && (!required || headers['content-length'] !== undefined)
+  // Nothing to hash: settled now, but a 'required' body of unknown length is counted, and a body that may end in a
+  // trailer section (chunked HTTP/1.1, RFC 9112 §7.1.2; any HTTP/2 request, RFC 9113 §8.1) is followed to its end,
+  // where a digest trailer nothing hashed is refused (judgeBody).
+  const trailersPossible = headers['transfer-encoding'] !== undefined || request.raw.httpVersionMajor === 2
+  const settled = received.size === 0 && decoded.size === 0 && !trailersPossible && (!required || headers['content-length'] !== undefined)
   // Values no algorithm can produce are refused before reading anything.
   const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
   const failure = judge(claims, unread, params, settled && required && headers['content-length'] !== '0')
@@ -244,6 +247,18 @@ function decodedDigests (state: BodyCheck): DigestResults {
   return decoder.digests as DigestResults
 }
 
+const NO_CLAIMS: Claim[] = []
+
+// A trailer digest in an enabled algorithm that nothing hashed (its field not announced in the Trailer field, RFC 9110
+// §6.6.2, and not named in the header section) cannot be checked: refused, never passed as unchecked.
+function refuseUnhashed (claims: readonly Claim[], state: BodyCheck): void {
+  const unhashed = claims.filter((claim) => state.params.algorithms.some((algorithm) =>
+    claim.received.has(algorithm) && !(claim.decoded ? state.decoded : state.received).has(algorithm)))
+  if (unhashed.length === 0) return
+  const names = fieldList(unhashed.map((claim) => claim.field))
+  throw new FST_DIGEST_TRAILER_UNANNOUNCED(names, names)
+}
+
 /** The failure of the whole body, or null; sets request.digestVerification. */
 function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
   const { params } = state
@@ -262,7 +277,9 @@ function judgeBody (request: FastifyRequest, state: BodyCheck): Failure | null {
     const decoded = decodedDigests(state)
     // Digests in the trailer section count too (RFC 9110 §6.5).
     const trailers = request.raw.trailers as Record<string, string> | undefined
-    const claims = trailers === undefined ? state.claims : state.claims.concat(readClaims(trailers, params, state.coding))
+    const trailerClaims = trailers === undefined ? NO_CLAIMS : readClaims(trailers, params, state.coding)
+    refuseUnhashed(trailerClaims, state)
+    const claims = trailerClaims.length === 0 ? state.claims : state.claims.concat(trailerClaims)
     fields = check(claims, params, received, decoded)
     // Under 'required' an empty body needs no digest.
     failure = judge(claims, fields, params, params.verify === 'required' && bytes > 0)

@@ -53,7 +53,7 @@ test('headers: called once with the final fields; its fields are sent with them;
   app.get('/r', { digest: { onDigestFields: () => ({ 'x-route': 'yes', 'x-list': ['a=1', 'b=2'] }) } }, async () => BODY)
   // Another onSend hook on the route: the stages run apart (no shortcut).
   app.get('/s', { onSend: async (_req, _reply, payload) => payload }, async (_req, reply) => reply.type('text/plain').send(Readable.from([BODY])))
-  const p = await app.inject({ url: '/p', headers: { 'want-repr-digest': 'sha-512=1' } })
+  const p = await app.inject({ url: '/p', headers: { 'want-repr-digest': 'sha-512=1', 'want-content-digest': 'sha-256=1' } })
   t.equal(p.headers['content-digest'], sf(BODY))
   t.equal(p.headers['x-seen'], sf(BODY))
   t.same(plugin.calls, [{ 'content-digest': sf(BODY), 'repr-digest': sf(BODY, 'sha-512'), 'unencoded-digest': sf(BODY) }])
