@@ -119,9 +119,10 @@ declare namespace fastifyDigestFields {
      * Files served with @fastify/static: take whole-file digests from
      * checksum files next to them (`app.js.sha256`, `app.js.sha512`, as
      * `sha256sum` prints them) written after the file, each checked against
-     * the file in the background. Default `false`.
+     * the file in the background. `'verified'`: used only once that check
+     * confirmed them. Default `false`.
      */
-    fileSidecars?: boolean
+    fileSidecars?: boolean | 'verified'
     /**
      * Ed25519 private keys (KeyObjects or PEM strings) for signature-based
      * SRI (WICG signature-based-sri): a request whose `Accept-Signature` asks
@@ -300,6 +301,7 @@ declare namespace fastifyDigestFields {
     | 'FST_DIGEST_UNREAD_TOO_LARGE'
     | 'FST_DIGEST_TRAILER_UNANNOUNCED'
     | 'FST_DIGEST_INCOMPLETE'
+    | 'FST_DIGEST_SIDECAR_WRONG'
     | 'FST_DIGEST_FILE_CHANGED'
     | 'FST_DIGEST_FIELD_HOOK_FAILED'
     | 'FST_DIGEST_STALE_REPRESENTATION'

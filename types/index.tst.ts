@@ -53,6 +53,7 @@ test('plugin options', () => {
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileCacheSize: '50' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: 'later' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileHashing: true })
+  expect(app.register).type.toBeCallableWith(digestFields, { fileSidecars: 'verified' })
   expect(app.register).type.not.toBeCallableWith(digestFields, { fileSidecars: 'sha256' })
   app.register(digestFields, {
     onDigestFields (request, reply, fields) {

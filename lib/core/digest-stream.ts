@@ -85,18 +85,23 @@ export class DigestTransform extends Transform {
 export class CheckedStream extends DigestTransform {
   readonly expected: DigestResults = new Map()
 
-  constructor (algorithms: Iterable<DigestAlgorithm>, mismatch: (algorithm: DigestAlgorithm) => Error) {
+  /** `mismatch` gives the error to fail with, or null to be destroyed without one (its reader answers otherwise). */
+  constructor (algorithms: Iterable<DigestAlgorithm>, mismatch: (algorithm: DigestAlgorithm) => Error | null) {
     super(algorithms)
     this.hold = true
     // From a factory: V8 pretenures a closure made where it is assigned to a property (docs/benchmarks.md).
     this.endCheck = CheckedStream.#check(this, mismatch)
   }
 
-  static #check (stream: CheckedStream, mismatch: (algorithm: DigestAlgorithm) => Error): EndCheck {
+  static #check (stream: CheckedStream, mismatch: (algorithm: DigestAlgorithm) => Error | null): EndCheck {
     return (callback) => {
       for (const [algorithm, value] of stream.expected) {
         // An algorithm not hashed cannot be vouched for.
-        if (!digestsEqual((stream.digests as DigestResults).get(algorithm) ?? Buffer.alloc(0), value)) return callback(mismatch(algorithm))
+        if (digestsEqual((stream.digests as DigestResults).get(algorithm) ?? Buffer.alloc(0), value)) continue
+        const err = mismatch(algorithm)
+        if (err === null) stream.destroy()
+        else callback(err)
+        return
       }
       callback()
     }

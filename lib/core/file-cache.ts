@@ -49,6 +49,11 @@ export async function hashFile (file: StaticFile, algorithms: readonly DigestAlg
 /** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
 const SIDECARS: Partial<Record<DigestAlgorithm, readonly [string, number]>> = { 'sha-256': ['.sha256', 32], 'sha-512': ['.sha512', 64] }
 
+/** The sidecar of `path` for `algorithm` (`app.js.sha256`), one of those that have one. */
+export function sidecarPath (path: string, algorithm: DigestAlgorithm): string {
+  return path + (SIDECARS[algorithm] as readonly [string, number])[0]
+}
+
 // One line: the hex alone or followed by blanks and the name (GNU
 // coreutils; `*name` in binary mode), or `TAG (name) = hex` (BSD, OpenSSL).
 const SIDECAR_LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-f]+))\r?\n?$/i
@@ -87,8 +92,23 @@ function touch<V> (map: Map<string, V>, key: string, value: V, max: number): voi
 
 type Pass = Promise<DigestResults | null>
 
-/** `background`: `fileHashing: 'background'`, answering without what is not known yet. */
-interface FileCacheOptions { readonly background?: boolean, readonly sidecars?: boolean, readonly wrongSidecar?: (path: string) => void }
+/**
+ * `background`: `fileHashing: 'background'`, answering without what is not known yet; `sidecars`: `fileSidecars`
+ * (true: used at once, checked in the background; 'verified': used once a pass confirmed them).
+ */
+interface FileCacheOptions {
+  readonly background?: boolean
+  readonly sidecars?: boolean | 'verified'
+  readonly wrongSidecar?: (path: string) => void
+}
+
+const noop = (): void => {}
+
+/** The identity of one version of a file: every write changes its ctime (docs/design.md, "Static files"). */
+function versionKey (file: StaticFile): string {
+  const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
+  return `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
+}
 
 // Digests of whole files, one version per path, at most `max`, least recently used out (0 keeps
 // nothing; concurrent requests still share a pass). BACKGROUND_PASSES run at once, at most `max` wait.
@@ -98,6 +118,10 @@ export class FileDigestCache {
   readonly #pending = new Map<string, Map<DigestAlgorithm, Pass>>()
   /** Versions whose sidecars turned out wrong: never read again. */
   readonly #wrong = new Map<string, true>()
+  /** Versions whose cached digests are their sidecars' and not checked yet, with the GETs being sent with them. */
+  readonly #claims = new Map<string, { sending: number }>()
+  /** Versions whose sidecars a pass confirmed ('verified': read again without a pass); kept longer than digests. */
+  readonly #verified = new Map<string, true>()
   #running = 0
   readonly #queue: Array<() => void> = []
 
@@ -141,14 +165,19 @@ export class FileDigestCache {
     const pass = hashing.then((result) => {
       for (const a of algorithms) passes.delete(a)
       if (passes.size === 0) this.#pending.delete(key)
+      const claim = this.#claims.get(key)
+      this.#claims.delete(key)
       if (result === null) {
         // Not read to the end: what the sidecars claim stays unchecked.
         if (claimed !== null) this.drop(file.path)
         return null
       }
       if (claimed !== null && algorithms.some((a) => !(claimed.get(a) as Buffer).equals(result.get(a) as Buffer))) {
+        // Told once: by this warning, or by the GETs sent with the sidecar's digests, each cut off (refute).
+        if (!this.#wrong.has(key) && (claim?.sending ?? 0) === 0) this.options.wrongSidecar?.(file.path)
         touch(this.#wrong, key, true, this.max)
-        this.options.wrongSidecar?.(file.path)
+      } else if (claimed !== null) {
+        touch(this.#verified, key, true, this.max * 16)
       }
       this.#store(file, key, result)
       return result
@@ -160,15 +189,10 @@ export class FileDigestCache {
   // This version's digests: cached, from a pass under way, from sidecars (checked by a background pass),
   // else from a new pass. Null when the file is not that version, or (background) not known yet.
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
-    const { dev, ino, size, mtimeMs, ctimeMs } = file.stat
-    const key = `${file.path}\u0000${size}\u0000${mtimeMs}\u0000${ctimeMs}\u0000${ino}\u0000${dev}`
+    const key = versionKey(file)
     let found = this.#lookup(file, key, algorithms)
-    if (found.includes(undefined) && this.options.sidecars === true && !this.#wrong.has(key)) {
-      const missing = algorithms.filter((_, i) => found[i] === undefined)
-      const claimed = await readSidecars(file.path, ctimeMs, missing)
-      // Only when all are still missing (concurrent requests read the same sidecars).
-      const still = this.#lookup(file, key, missing).every((v) => v === undefined)
-      if (claimed !== null && still && this.#pass(file, key, missing, true, claimed) !== null) this.#store(file, key, claimed)
+    if (found.includes(undefined) && this.options.sidecars !== undefined && this.options.sidecars !== false && !this.#wrong.has(key)) {
+      await this.#fromSidecars(file, key, algorithms.filter((_, i) => found[i] === undefined))
       found = this.#lookup(file, key, algorithms)
     }
     if (found.includes(undefined)) {
@@ -184,6 +208,42 @@ export class FileDigestCache {
       out.set(a, value)
     }
     return out
+  }
+
+  // The sidecars' digests of `missing`: kept now and checked by a background pass (true, or 'verified' once confirmed),
+  // or ('verified', not confirmed yet) not kept, checked by the pass that hashes the file as without sidecars.
+  async #fromSidecars (file: StaticFile, key: string, missing: readonly DigestAlgorithm[]): Promise<void> {
+    const claimed = await readSidecars(file.path, file.stat.ctimeMs, missing)
+    // Only when all are still missing (concurrent requests read the same sidecars).
+    if (claimed === null || !this.#lookup(file, key, missing).every((v) => v === undefined)) return
+    if (this.#verified.has(key)) return this.#store(file, key, claimed)
+    if (this.options.sidecars === 'verified') {
+      this.#pass(file, key, missing, this.options.background === true, claimed)
+      return
+    }
+    // Kept only while a pass checks them (none starts when too many wait).
+    if (this.#pass(file, key, missing, true, claimed) !== null) {
+      this.#claims.set(key, { sending: 0 })
+      this.#store(file, key, claimed)
+    }
+  }
+
+  /** A GET of `file` is sent with its cached digests: the release when it ends. */
+  sending (file: StaticFile): () => void {
+    const claim = this.#claims.get(versionKey(file))
+    if (claim === undefined) return noop
+    claim.sending++
+    return () => { claim.sending-- }
+  }
+
+  // The bytes of `file` a GET sent did not match the digests it was sent with: forgotten. True when those were its
+  // sidecars' (unchecked, or found wrong), which are then never read again.
+  refute (file: StaticFile): boolean {
+    const key = versionKey(file)
+    this.drop(file.path)
+    if (!this.#claims.delete(key) && !this.#wrong.has(key)) return false
+    touch(this.#wrong, key, true, this.max)
+    return true
   }
 
   /** Forget the digests of `path`: the bytes sent did not match them. */

@@ -24,7 +24,7 @@ export interface DigestParams {
   /** fileCacheSize, fileHashing, fileSidecars, integrityKeys: plugin-level only. */
   readonly fileCacheSize: number
   readonly fileHashing: 'wait' | 'background'
-  readonly fileSidecars: boolean
+  readonly fileSidecars: boolean | 'verified'
   /** Ed25519 keys for signature-based SRI, by keyid. */
   readonly integrityKeys: IntegrityKeys
   readonly integritySignature: IntegritySignature | null

@@ -36,6 +36,12 @@ const checkLiveTypes: Check<ReadonlySet<string>> = (value, name, fail) => {
   }))
 }
 
+/** `fileSidecars`: true (used at once, checked in the background), 'verified' (used once checked), or false. */
+const checkSidecars: Check<boolean | 'verified'> = (value, name, fail) => {
+  if (typeof value === 'boolean' || value === 'verified') return value
+  throw fail(name, `expected true, false or 'verified', got ${describe(value)}`)
+}
+
 /** `integrityKeys`: Ed25519 private keys (KeyObjects or PEM), one or a list, by keyid. */
 const checkIntegrityKeys: Check<IntegrityKeys, DigestParams> = (value, name, fail, { algorithms }) => {
   const keys = new Map<string, HeldKey>()
@@ -90,7 +96,7 @@ const pluginOptions: Table<FastifyDigestFieldsOptions, DigestParams> = {
   legacyDigest: [checkBoolean, false],
   fileCacheSize: [checkCount('files'), 1000],
   fileHashing: [oneOf<'wait' | 'background'>('wait', 'background'), 'wait'],
-  fileSidecars: [checkBoolean, false],
+  fileSidecars: [checkSidecars, false],
   integrityKeys: [checkIntegrityKeys, new Map()],
   integritySignature: [checkIntegritySignature, null],
   onDigestFields: [checkHook, null]
@@ -112,8 +118,8 @@ const pluginFail: Fail = (name, reason) => new FST_DIGEST_INVALID_OPTION(name, r
 export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): DigestParams {
   const params = checkOptions<DigestParams>(opts, pluginOptions, pluginFail, { live: null }, registerKeys)
   // What is hashed in the background, and sidecars (each checked in the background), is kept in the file cache.
-  if (params.fileCacheSize === 0 && (params.fileHashing === 'background' || params.fileSidecars)) {
-    throw pluginFail(params.fileSidecars ? 'fileSidecars' : 'fileHashing', 'needs the file cache (fileCacheSize above 0): what is hashed in the background is kept there')
+  if (params.fileCacheSize === 0 && (params.fileHashing === 'background' || params.fileSidecars !== false)) {
+    throw pluginFail(params.fileSidecars !== false ? 'fileSidecars' : 'fileHashing', 'needs the file cache (fileCacheSize above 0): what is hashed in the background is kept there')
   }
   return params
 }

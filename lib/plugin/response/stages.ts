@@ -10,7 +10,7 @@ import type { DigestParams } from '../../core/option-checks'
 import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults } from '../../core/digest-stream'
 import type { FileDigestCache } from '../../core/file-cache'
 import { isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan } from '../../core/response-plan'
-import { checkedFileStream, fileContent, fileDigests, resolveFileResponse, type FileResponse } from './static-files'
+import { checkedFileStream, fileContent, fileDigests, fileFailed, resolveFileResponse, type FileResponse } from './static-files'
 import { commaSeparatedTrailer, declareTrailer, emitFields, reprOf, unencodedDigests } from './emit'
 import { TrailerHook } from './field-hook'
 
@@ -67,6 +67,10 @@ export class ResponseState {
   fileCoded: DigestResults | null = null
   /** A GET's file stream as passed on: checked at its end against the digests sent with it. */
   fileStream: CheckedStream | null = null
+  /** The content is being read into memory before anything is sent (fields in the header section). */
+  collecting = false
+  /** The file's check failed while its content was read into memory: answered with a 500 instead. */
+  fileFailure: Error | null = null
   omitted: OmissionReason | null
   /** Content-Encoding as the representation stage saw it (compress sets its own later). */
   readonly reprEncoding: unknown
@@ -251,7 +255,12 @@ export async function streamedContent (
     return hasher
   }
 
-  const collected = await collectUpTo(hasher, params.maxBufferSize)
+  state.collecting = true
+  const collected = await collectUpTo(hasher, params.maxBufferSize).catch((err: unknown) => {
+    if (state.fileFailure === null) throw err
+    return null
+  }).finally(() => { state.collecting = false })
+  if (collected === null || state.fileFailure !== null) return fileFailed(request, reply, state)
   if (collected.chunks === null) {
     state.omitted = 'over-max-buffer-size'
     // A file's representation digest does not depend on the content.

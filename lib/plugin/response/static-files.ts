@@ -8,10 +8,12 @@ import { pipeline, type Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestParams } from '../../core/option-checks'
 import { CheckedStream, type DigestResults } from '../../core/digest-stream'
-import { FST_DIGEST_FILE_CHANGED } from '../../core/errors'
-import { hashFile, sameFile, type ByteRange, type StaticFile } from '../../core/file-cache'
+import { FST_DIGEST_FILE_CHANGED, FST_DIGEST_SIDECAR_WRONG } from '../../core/errors'
+import { hashFile, sameFile, sidecarPath, type ByteRange, type StaticFile } from '../../core/file-cache'
 import { NONE, union, type ResponsePlan } from '../../core/response-plan'
-import { decidePrecondition, emitFields, reprOf } from './emit'
+import { NOT_THE_406S, decidePrecondition, emitFields, reprOf, writeFields } from './emit'
+import { blankProblem, PROBLEM_CONTENT_TYPE } from '../../core/problem'
+import { digestFieldOf } from '../../core/fields'
 import type { Payload, ResponseState } from './stages'
 
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
@@ -93,17 +95,51 @@ export function checkedFileStream (reply: FastifyReply, state: ResponseState, fi
   let algorithms = NONE
   if (range === null && !file.stale) algorithms = union(plan.contentHashed, [...(state.fileCoded?.keys() ?? NONE)])
   else if (range !== null && !file.stale && partReadFromFile(plan, params, range)) algorithms = plan.content
+  const { files } = state.context
   const check = new CheckedStream(algorithms, (algorithm) => {
-    const err = new FST_DIGEST_FILE_CHANGED(file.path, algorithm)
-    state.context.files.drop(file.path)
-    // With an error: HTTP/2 resets with INTERNAL_ERROR (NO_ERROR would end it cleanly).
+    // The whole file's digests a GET went out with, not matching the bytes read: a sidecar's, or the file changed.
+    const err = range === null && files.refute(file)
+      ? new FST_DIGEST_SIDECAR_WRONG(sidecarPath(file.path, algorithm), file.path, algorithm)
+      : new FST_DIGEST_FILE_CHANGED(file.path, algorithm)
+    if (range !== null) files.drop(file.path)
+    // Read into memory, nothing sent: released without an error, the content stage answers (fileFailed).
+    if (state.collecting) {
+      state.fileFailure = err
+      return null
+    }
+    // Sending: logged once here; the status line and headers go out first (a coder such as @fastify/compress may
+    // still hold every byte), so the client sees a response cut off, never none. The check is released without an
+    // error, which its readers (fastify, compress) would log again; the response is destroyed with it, which HTTP/2
+    // turns into a reset with INTERNAL_ERROR (NO_ERROR would end it cleanly).
+    reply.log.error({ err }, err.message)
+    if (!reply.raw.headersSent) reply.raw.flushHeaders()
     reply.raw.destroy(err)
-    return err
+    return null
   })
-  if (range === null && state.fileCoded !== null) for (const [a, v] of state.fileCoded) check.expected.set(a, v)
+  if (range === null && state.fileCoded !== null) {
+    for (const [a, v] of state.fileCoded) check.expected.set(a, v)
+    check.once('close', files.sending(file))
+  }
+  // The file feeds the check: a read error fails the check; the check's failure (or a client gone) releases the file
+  // without an error, which @fastify/static would answer a second time (it handles its stream's errors itself).
   pipeline(stream, check, () => {})
   state.fileStream = check
   return check
+}
+
+// A file whose check failed while its content was read into memory (state.collecting): nothing was sent, so the
+// answer is a 500 problem with digests of its own body (RFC 9530 B.10), the failure logged once here. Its detail
+// names no path: the log does.
+export function fileFailed (request: FastifyRequest, reply: FastifyReply, state: ResponseState): Buffer {
+  const err = state.fileFailure as Error & { code: string }
+  request.log.error({ err }, err.message)
+  reply.code(500)
+  for (const name of NOT_THE_406S) reply.removeHeader(name)
+  const body = Buffer.from(JSON.stringify(blankProblem(500, err.code, 'The file did not match the digests it was to be sent with')))
+  reply.header('content-type', PROBLEM_CONTENT_TYPE).header('content-length', body.byteLength)
+  const { plan } = state
+  writeFields(reply, digestFieldOf(plan.content, body, plan.mode.strict), digestFieldOf(plan.repr, body, plan.mode.strict), null)
+  return body
 }
 
 /** Whether a 206's Content-Digest is read from the file first: neither a trailer nor a buffer can carry it. */

@@ -13,11 +13,13 @@ import fastifyStatic from '@fastify/static'
 import type { FastifyReply, onSendHookHandler } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import { FileDigestCache, hashFile, readSidecars, type StaticFile } from '../../../lib/core/file-cache'
+import type { DigestResults } from '../../../lib/core/digest-stream'
 import { identityFile } from '../../../lib/plugin/response/static-files'
 import { normalizeOptions } from '../../../lib/plugin/plugin-options'
 import { CheckedStream } from '../../../lib/core/digest-stream'
 import digestFields = require('../../../lib/index')
 import { buildApp, sf, pattern } from '../../helpers'
+import { countHashing } from '../hardening-helpers'
 
 interface Closeable { teardown (fn: () => unknown): void }
 
@@ -195,6 +197,37 @@ test('CheckedStream: the last chunk is held back until the bytes match the diges
   t.match(await run(['ab'], [['sha-512', sha256('ab')]]), { out: '', err: { message: 'mismatch' }, failed: ['sha-512'] }, 'an algorithm not hashed cannot be vouched for')
 })
 
+test('FileDigestCache with verified sidecars: the file is hashed first; a confirmed sidecar is read again without a pass', async (t) => {
+  const dir = await tempDir(t)
+  const make = async (name: string, content: string, claimed: string): Promise<StaticFile> => {
+    await writeFile(join(dir, name), content)
+    await writeFile(join(dir, `${name}.sha256`), `${createHash('sha256').update(claimed).digest('hex')}  ${name}\n`)
+    return { path: join(dir, name), stat: statSync(join(dir, name)) }
+  }
+  const a = await make('a.js', 'a', 'a')
+  const b = await make('b.js', 'b', 'b')
+  const w = await make('w.js', 'w', 'a lie')
+  const told: string[] = []
+  const cache = new FileDigestCache(1, { sidecars: 'verified', wrongSidecar: (path) => told.push(path) })
+  const count = countHashing()
+  t.teardown(() => count.restore())
+  /** The digests of `file`, and the hash passes the cache made for them. */
+  const counted = async (file: StaticFile): Promise<[DigestResults | null, number]> => {
+    count.reset()
+    const digests = await cache.digests(file, ['sha-256'])
+    return [digests, count.passes.get('sha-256') ?? 0]
+  }
+  const [first, firstPasses] = await counted(a)
+  t.equal(field(first), sf('a'), 'the first request waits for the pass')
+  t.equal(firstPasses, 1, 'one pass')
+  t.equal(field(await cache.digests(b, ['sha-256'])), sf('b'), 'the cache holds one file: a is out')
+  const [again, againPasses] = await counted(a)
+  t.equal(field(again), sf('a'), 'a again: its confirmed sidecar')
+  t.equal(againPasses, 0, 'without a pass')
+  t.equal(field(await cache.digests(w, ['sha-256'])), sf('w'), 'a wrong sidecar never answers')
+  t.same(told, [w.path], 'and is reported')
+})
+
 test('the fileCacheSize, fileHashing and fileSidecars options', async (t) => {
   t.equal(normalizeOptions().fileCacheSize, 1000)
   t.equal(normalizeOptions({ fileCacheSize: 0 }).fileCacheSize, 0)
@@ -210,7 +243,9 @@ test('the fileCacheSize, fileHashing and fileSidecars options', async (t) => {
       code: 'FST_DIGEST_INVALID_OPTION', message: /"fileHashing": expected 'wait' or 'background', got /
     })
   }
-  t.throws(() => normalizeOptions({ fileSidecars: 'yes' as never }), { message: /"fileSidecars": expected a boolean/ })
+  t.match(normalizeOptions({ fileSidecars: 'verified' }), { fileSidecars: 'verified' })
+  t.throws(() => normalizeOptions({ fileSidecars: 'yes' as never }), { message: /"fileSidecars": expected true, false or 'verified', got "yes"/ })
+  t.throws(() => normalizeOptions({ fileCacheSize: 0, fileSidecars: 'verified' }), { message: /"fileSidecars": needs the file cache/ })
   t.throws(() => normalizeOptions({ fileCacheSize: 0, fileHashing: 'background' }), { message: /"fileHashing": needs the file cache \(fileCacheSize above 0\)/ })
   t.throws(() => normalizeOptions({ fileCacheSize: 0, fileSidecars: true }), { message: /"fileSidecars": needs the file cache/ })
 })

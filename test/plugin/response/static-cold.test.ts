@@ -10,15 +10,18 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
+import { constants } from 'node:http2'
+import { gunzipSync } from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import compress from '@fastify/compress'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
 import type { DigestOmission, FastifyDigestFieldsOptions } from '../../../types/index'
 import digestFields = require('../../../lib/index')
 import { readSidecars } from '../../../lib/core/file-cache'
 import { buildApp, sf, pattern, EMPTY_SHA256 } from '../../helpers'
-import { sleep } from '../../http2-helpers'
+import { h2Session, sleep } from '../../http2-helpers'
 
 interface Closeable { teardown (fn: () => unknown): void }
 
@@ -179,41 +182,130 @@ test('fileSidecars: a sidecar older than its file, or not one, is not read', asy
   }
 })
 
-/** A GET over a real connection: whether it ended cleanly, and its head. */
-function get (port: number, path: string): Promise<{ complete: boolean, headers: Record<string, unknown>, body: Buffer }> {
+/** A GET over a real connection: its status, whether it ended cleanly, its head and the bytes received. */
+function get (port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number, complete: boolean, headers: Record<string, unknown>, body: Buffer }> {
   return new Promise((resolve) => {
-    const req = httpRequest({ port, host: '127.0.0.1', path }, (res) => {
+    const req = httpRequest({ port, host: '127.0.0.1', path, headers }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
       res.on('error', () => {})
-      res.on('close', () => resolve({ complete: res.complete, headers: res.headers, body: Buffer.concat(chunks) }))
+      res.on('close', () => resolve({ status: res.statusCode as number, complete: res.complete, headers: res.headers, body: Buffer.concat(chunks) }))
     })
-    req.on('error', () => resolve({ complete: false, headers: {}, body: Buffer.alloc(0) }))
+    req.on('error', () => resolve({ status: 0, complete: false, headers: {}, body: Buffer.alloc(0) }))
     req.end()
   })
 }
 
-test('fileSidecars: a wrong sidecar written after its file never ends a GET cleanly, and is replaced once checked', async (t) => {
+/** Log lines at level warn or above. */
+const warnings = (logs: string[]): Array<{ level: number, msg: string }> => logs.map((l) => JSON.parse(l) as { level: number, msg: string }).filter((l) => l.level >= 40)
+
+// A wrong sidecar newer than its file (300,000 bytes): the first GET goes out under its digest and is cut off, one
+// log line names the sidecar and the file, and later requests get the file's own digests.
+test('fileSidecars: a wrong sidecar never ends a GET cleanly; one log line names it; it is never used again', async (t) => {
+  const content = 'the real file\n'.repeat(21429).slice(0, 300000)
   for (const fileHashing of ['wait', 'background'] as const) {
-    const content = 'the real file\n'.repeat(50)
-    const { app, write, logs } = await site(t, { 'w.js': content }, { fileHashing, fileSidecars: true, reprDigest: true })
-    const lie = hex('another file')
-    write('w.js.sha256', `${lie}  w.js\n`)
+    const { app, write, logs, dir } = await site(t, { 'w.js': content }, { fileHashing, fileSidecars: true, reprDigest: true, unencodedDigest: true })
+    write('w.js.sha256', `${'1'.repeat(64)}  w.js\n`)
     await app.listen({ port: 0, host: '127.0.0.1' })
     const port = (app.server.address() as { port: number }).port
     const first = await get(port, '/w.js')
-    t.notOk(first.complete, `${fileHashing}: the wrong digest went out, so the response was cut off`)
-    t.notOk(first.body.equals(Buffer.from(content)), `${fileHashing}: not every byte`)
-    t.ok(logs.some((l) => l.includes('FST_DIGEST_FILE_CHANGED')))
-    // The background check of the sidecar replaces it with the file's own digest.
-    for (let i = 0; i < 200 && !logs.some((l) => l.includes('does not match its file')); i++) await sleep(10)
-    t.ok(logs.some((l) => l.includes('a sidecar checksum does not match its file')), `${fileHashing}: logged`)
+    t.equal(first.status, 200)
+    t.equal(first.headers['content-digest'], `sha-256=:${Buffer.alloc(32, 0x11).toString('base64')}:`, `${fileHashing}: the sidecar's value went out`)
+    t.notOk(first.complete, `${fileHashing}: so the response was cut off`)
+    t.ok(first.body.length < content.length, `${fileHashing}: not every byte`)
+    t.same(warnings(logs).map((l) => l.msg), [`The sidecar ${join(dir, 'w.js.sha256')} does not match the file ${join(dir, 'w.js')} (sha-256): the response made with it failed, and the file's own digests are used from now on`],
+      `${fileHashing}: one log line, naming the sidecar and the file`)
+    // Background: the file is hashed for later requests.
     t.equal(await settled(app, '/w.js'), sf(content))
     const next = await get(port, '/w.js')
     t.ok(next.complete, `${fileHashing}: then clean`)
     t.equal(next.headers['repr-digest'], sf(content))
     t.equal(next.headers['content-digest'], sf(next.body))
+    t.equal(next.headers['unencoded-digest'], sf(content))
     const head = await app.inject({ method: 'HEAD', url: '/w.js' })
     t.equal(head.headers['repr-digest'], sf(content), `${fileHashing}: that sidecar is not read again`)
+    t.equal(warnings(logs).filter((l) => /sidecar|changed while/.test(l.msg)).length, 1, `${fileHashing}: nothing more is logged of it`)
   }
+})
+
+test('fileSidecars: with @fastify/compress, a wrong sidecar gets a 500 when nothing was sent yet, a cut-off response when streaming', async (t) => {
+  const content = 'the real file\n'.repeat(5000)
+  for (const te of [false, true]) {
+    const dir = await mkdtemp(join(tmpdir(), 'digest-cold-gz-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    writeFileSync(join(dir, 'w.js'), content)
+    writeFileSync(join(dir, 'w.js.sha256'), `${'1'.repeat(64)}  w.js\n`)
+    const logs: string[] = []
+    const app = await buildApp(t, { contentDigest: true, reprDigest: true, fileSidecars: true }, { logger: { level: 'warn', stream: { write: (line: string) => { logs.push(line) } } } })
+    await app.register(compress, { threshold: 0 })
+    await app.register(fastifyStatic, { root: dir, setHeaders: digestFields.staticHeaders })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const port = (app.server.address() as { port: number }).port
+    const headers: Record<string, string> = te ? { 'accept-encoding': 'gzip', te: 'trailers' } : { 'accept-encoding': 'gzip' }
+    const first = await get(port, '/w.js', headers)
+    if (te) {
+      t.equal(first.status, 200, 'streaming: the status line went out')
+      t.equal(first.headers['content-encoding'], 'gzip')
+      t.notOk(first.complete, 'streaming: cut off, never an empty reply')
+    } else {
+      // The fields go in the header section: the gzip bytes are read into memory first, and nothing was sent.
+      t.equal(first.status, 500, 'buffered: the error answer')
+      t.ok(first.complete)
+      t.equal(first.headers['content-encoding'], undefined, 'not the gzip body\'s coding')
+      t.equal(first.headers['content-type'], 'application/problem+json')
+      t.equal(Number(first.headers['content-length']), first.body.length, 'its own length')
+      t.match(JSON.parse(first.body.toString()), { status: 500, code: 'FST_DIGEST_SIDECAR_WRONG' })
+      t.notMatch(first.body.toString(), dir, 'no path in the answer')
+      t.equal(first.headers['content-digest'], sf(first.body), 'digests of its own body')
+    }
+    const lines = warnings(logs)
+    t.equal(lines.length, 1, `TE ${te}: one log line`)
+    t.match(lines[0]?.msg, /^The sidecar .*w\.js\.sha256 does not match the file .*w\.js /)
+    const next = await get(port, '/w.js', headers)
+    t.ok(next.complete, `TE ${te}: then clean`)
+    t.equal(gunzipSync(next.body).toString(), content)
+  }
+})
+
+test('fileSidecars over HTTP/2: a wrong sidecar gets the GET\'s stream reset', async (t) => {
+  const content = 'the real file\n'.repeat(21429)
+  const dir = await mkdtemp(join(tmpdir(), 'digest-cold-h2-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'w.js'), content)
+  writeFileSync(join(dir, 'w.js.sha256'), `${'1'.repeat(64)}  w.js\n`)
+  const app = await buildApp(t, { contentDigest: true, fileSidecars: true }, { http2: true, logger: { level: 'fatal' } } as object)
+  await app.register(fastifyStatic, { root: dir, setHeaders: digestFields.staticHeaders })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const session = await h2Session(t, (app.server.address() as { port: number }).port)
+  const fetch2 = (): Promise<{ rstCode: number | undefined, ended: boolean, digest: unknown }> => new Promise((resolve) => {
+    const stream = session.request({ ':path': '/w.js' })
+    let digest: unknown
+    let ended = false
+    stream.on('response', (h) => { digest = h['content-digest'] })
+    stream.on('data', () => {})
+    stream.on('end', () => { ended = true })
+    stream.on('error', () => {})
+    stream.on('close', () => resolve({ rstCode: stream.rstCode, ended, digest }))
+  })
+  const cut = await fetch2()
+  t.not(cut.rstCode, constants.NGHTTP2_NO_ERROR, 'RST_STREAM')
+  const next = await fetch2()
+  t.ok(next.ended && next.rstCode === constants.NGHTTP2_NO_ERROR)
+  t.equal(next.digest, sf(content))
+})
+
+test('fileSidecars: \'verified\': a sidecar answers only once a pass confirmed it; a wrong one never does', async (t) => {
+  const content = 'the real file\n'.repeat(21429)
+  const { app, write, logs } = await site(t, { 'w.js': content, 'r.js': content }, { fileSidecars: 'verified', reprDigest: true })
+  write('w.js.sha256', `${'1'.repeat(64)}  w.js\n`)
+  write('r.js.sha256', `${hex(content)}  r.js\n`)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  const first = await get(port, '/w.js')
+  t.ok(first.complete, 'the first GET waits for the file\'s own digests')
+  t.equal(first.headers['repr-digest'], sf(content))
+  t.match(warnings(logs).map((l) => l.msg), [/a sidecar checksum does not match its file/], 'the wrong sidecar is reported')
+  const right = await get(port, '/r.js')
+  t.ok(right.complete)
+  t.equal(right.headers['repr-digest'], sf(content))
 })
