@@ -2,6 +2,8 @@
 // before the script sees the body, so only a digest of the decoded bytes can
 // be checked here: Repr-Digest in the default mode (not strict: true).
 // Run against examples/quick-start.mjs: node examples/fetch-verify.mjs http://localhost:3000/items
+// Installed as a package: node node_modules/fastify-digest-fields/examples/fetch-verify.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields
 import { createHash } from 'node:crypto'
 import { parseDigestField } from 'fastify-digest-fields'
 

@@ -1,7 +1,9 @@
 // HTTP/2 (h2c: cleartext, for clients with prior knowledge; use `https` with
 // key and cert for browsers): digests of a streamed response as trailers, and
 // request verification without Content-Length.
-// Run: npm run build && node examples/http2.mjs
+// Run (a clone of the repository): npm run build && node examples/http2.mjs
+// Installed as a package: node node_modules/fastify-digest-fields/examples/http2.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields fastify
 import Fastify from 'fastify'
 import { Readable } from 'node:stream'
 import digestFields from 'fastify-digest-fields'

@@ -1,5 +1,7 @@
 // The README's quick start: @fastify/compress and fastify-digest-fields.
-// Run: npm run build && node examples/quick-start.mjs
+// Run (a clone of the repository): npm run build && node examples/quick-start.mjs
+// Installed as a package: node node_modules/fastify-digest-fields/examples/quick-start.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields @fastify/compress fastify
 // server.mjs (ES module: top-level await). CommonJS: `const digestFields =
 // require('fastify-digest-fields')`, and the awaits inside an async function.
 import Fastify from 'fastify'

@@ -1,5 +1,7 @@
 // Per-route options, live streams, declared digests and reply.digestsOmitted.
-// Run: npm run build && node examples/routes.mjs
+// Run (a clone of the repository): npm run build && node examples/routes.mjs
+// Installed as a package: node node_modules/fastify-digest-fields/examples/routes.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields fastify
 import Fastify from 'fastify'
 import { Readable } from 'node:stream'
 import { createHash } from 'node:crypto'

@@ -3,6 +3,8 @@
 // signs it with the method and the target URI.
 // Run against examples/signed-inbox.mjs (it wrote the demo keys):
 //   node examples/signed-client.mjs http://localhost:3000 [a file to upload]
+// Installed as a package: node node_modules/fastify-digest-fields/examples/signed-client.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields http-message-signatures undici
 import { openAsBlob, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -3,7 +3,9 @@
 // ed25519 too). A signature covers header fields, never the body: the body
 // is bound to it by a signed Content-Digest, which the plugin checks against
 // the bytes as they arrive, without holding the body for it.
-// Run: npm run build && node examples/signed-inbox.mjs
+// Run (a clone of the repository): npm run build && node examples/signed-inbox.mjs
+// Installed as a package: node node_modules/fastify-digest-fields/examples/signed-inbox.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields fastify http-message-signatures structured-headers
 // then: node examples/signed-client.mjs http://localhost:3000
 //
 // Keys: SIGNATURE_KEYS names a JSON file { keyid: { alg, publicKey,

@@ -3,7 +3,9 @@
 // Content-Digest and the request's Content-Digest ("content-digest";req,
 // RFC 9421 §2.4), so the signature binds the answer to the request it
 // answers, and both bodies through their digests.
-// Run: npm run build && node examples/signed-response.mjs
+// Run (a clone of the repository): npm run build && node examples/signed-response.mjs
+// Installed as a package: node node_modules/fastify-digest-fields/examples/signed-response.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields fastify http-message-signatures
 // then: node examples/verify-signed-response.mjs http://localhost:3000
 //
 // The plugin computes Content-Digest of the bytes sent and calls

@@ -11,6 +11,7 @@
 //
 // Listed the other way round, the request is signed before it has a
 // Content-Digest, and a server that requires a signed one refuses it.
+// Needs: npm i fastify-digest-fields http-message-signatures
 import { httpbis } from 'http-message-signatures'
 
 /** Request headers as undici's dispatch options carry them (a flat array, pairs, or an object) as an object. */

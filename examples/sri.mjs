@@ -3,7 +3,9 @@
 // runs the script only when it verifies and the body matches the signed
 // Unencoded-Digest, whatever the content coding.
 // The key: SRI_KEY (a PEM file of an Ed25519 private key), else one made at start.
-// Run: npm run build && node examples/sri.mjs, then open http://localhost:3000/
+// Run (a clone of the repository): npm run build && node examples/sri.mjs, then open http://localhost:3000/
+// Installed as a package: node node_modules/fastify-digest-fields/examples/sri.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields @fastify/compress fastify
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import Fastify from 'fastify'

@@ -1,6 +1,8 @@
 // @fastify/static with staticHeaders: HEAD and 206 responses carry the whole
 // file's Repr-Digest. Works with @fastify/static 8, 9 and 10.
-// Run: npm run build && node examples/static.mjs
+// Run (a clone of the repository): npm run build && node examples/static.mjs
+// Installed as a package: node node_modules/fastify-digest-fields/examples/static.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields @fastify/compress @fastify/static fastify
 import { fileURLToPath } from 'node:url'
 import Fastify from 'fastify'
 import compress from '@fastify/compress'

@@ -1,5 +1,7 @@
 // An undici client checking every response's digests as the body streams.
 // Run against examples/quick-start.mjs: node examples/undici-client.mjs http://localhost:3000/items
+// Installed as a package: node node_modules/fastify-digest-fields/examples/undici-client.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields undici
 import { Agent, fetch, request } from 'undici'
 import { digestInterceptor } from 'fastify-digest-fields/client'
 

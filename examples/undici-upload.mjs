@@ -4,6 +4,8 @@
 // request is typed for no other, and on Node.js 20 undici 7 cannot itself
 // send Node's global FormData (the interceptor serializes either).
 // Run against examples/upload.mjs: node examples/undici-upload.mjs http://localhost:3000 photo.jpg
+// Installed as a package: node node_modules/fastify-digest-fields/examples/undici-upload.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields undici
 import { openAsBlob } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Agent, FormData, fetch, request } from 'undici'

@@ -1,6 +1,8 @@
 // Request verification: a JSON route and a @fastify/multipart upload whose
 // Content-Digest covers the whole multipart body as sent.
-// Run: npm run build && node examples/upload.mjs
+// Run (a clone of the repository): npm run build && node examples/upload.mjs
+// Installed as a package: node node_modules/fastify-digest-fields/examples/upload.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields @fastify/multipart fastify
 //
 // With curl: it builds a multipart body itself, so write the body to a file
 // first, then send that file with its digest:

@@ -7,6 +7,8 @@
 // bytes.
 // Run against examples/signed-response.mjs (it wrote the demo key):
 //   node examples/verify-signed-response.mjs http://localhost:3000
+// Installed as a package: node node_modules/fastify-digest-fields/examples/verify-signed-response.mjs, with the same arguments.
+// Needs: npm i fastify-digest-fields http-message-signatures structured-headers undici
 import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

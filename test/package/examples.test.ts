@@ -393,3 +393,22 @@ test('the README\'s curl commands, with curl, against the examples they name', {
   t.equal(uploaded.status, 201, 'uploaded with its digest')
   t.match(JSON.parse(uploaded.body.toString()), { verification: { verified: true, fields: [{ field: 'Content-Digest', ok: true }] } })
 })
+
+// Each example ships in the package (examples/): it says what a project needs installed to run it, and imports
+// nothing else but node: builtins and its sibling files; a client names the server example it talks to.
+test('every example names the packages it needs, and imports nothing else', async (t) => {
+  for (const name of readdirSync(examplesDir).filter((n) => n.endsWith('.mjs'))) {
+    const text = readFileSync(join(examplesDir, name), 'utf8')
+    const needs = /^\/\/ Needs: npm i (.+)$/m.exec(text)?.[1]?.split(' ') ?? []
+    t.ok(needs.includes('fastify-digest-fields'), `${name}: a Needs line naming the package`)
+    const imported = [...text.matchAll(/^import[^'"]*['"]([^'"]+)['"]/gm)].map((m) => m[1] as string)
+      .filter((spec) => !spec.startsWith('node:') && !spec.startsWith('.'))
+      .map((spec) => spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0] as string)
+    t.same([...new Set(imported)].filter((p) => !needs.includes(p)), [], `${name}: imports only what it needs`)
+    // A client (a program that starts no server) names the example it talks to, which exists.
+    if (/^\/\/ Run/m.test(text) && !/\.listen\(/.test(text)) {
+      const server = /Run against examples\/([\w-]+\.m?js)/.exec(text)?.[1]
+      t.ok(server !== undefined && readdirSync(examplesDir).includes(server), `${name}: talks to ${server ?? 'a server it does not name'}`)
+    }
+  }
+})

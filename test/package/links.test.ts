@@ -121,3 +121,17 @@ test('every file and folder of the repository the README names is in the package
     t.equal(inside.length, all.length, `${folder}: all ${all.length} files`)
   }
 })
+
+// The package ships docs/ (package.json "files"): a shipped document links only to what ships, and one that names
+// files of the source repository (lib/, test/, benchmarks/) says so.
+test('the shipped docs link only to shipped files, and say which paths are the source repository\'s', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { files: string[] }
+  const shipped = (path: string): boolean => ['README.md', 'LICENSE', 'package.json', ...pkg.files].some((f) => path === f || path.startsWith(`${f}/`))
+  t.ok(pkg.files.includes('docs'), 'docs/ ships')
+  for (const doc of documents().filter((d) => d.startsWith('docs'))) {
+    const text = readFileSync(join(root, doc), 'utf8')
+    for (const target of relativeLinks(text)) t.ok(shipped(join(dirname(doc), target)), `${doc}: ${target} ships`)
+    const repositoryOnly = namedFiles(text).filter((name) => !shipped(name))
+    if (repositoryOnly.length > 0) t.match(text, /Paths under `lib\/`, `test\/` and `benchmarks\/` name files of the source repository/, `${doc} names ${repositoryOnly[0] as string}: it says so`)
+  }
+})
