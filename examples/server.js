@@ -69,7 +69,7 @@ async function main () {
 
   const tries = [
     ['Unsolicited digests (uncompressed: both fields equal)', `curl -si ${base}/items/123`],
-    ['Ask for sha-512 only (exchange 1)', `curl -si ${base}/items/123 -H 'Want-Content-Digest: sha-256=1, sha-512=3'`],
+    ['Ask for sha-512 (exchange 1): Content-Digest, and the unsolicited Repr-Digest with it', `curl -si ${base}/items/123 -H 'Want-Content-Digest: sha-256=1, sha-512=3'`],
     ['HEAD: Content-Digest of empty content, Repr-Digest of the JSON', `curl -sI ${base}/items/123`],
     ['Compressed: Content-Digest over gzip bytes, Repr-Digest over the text', `curl -s -o /dev/null -D - ${base}/large -H 'Accept-Encoding: gzip'`],
     ['Trailers for a streamed body (--raw shows them)', `curl -si --raw ${base}/stream -H 'TE: trailers'`],

@@ -55,7 +55,7 @@ test('a 406 keeps no validator or representation metadata of the response it rep
   const app = await buildApp(t)
   await app.register(fastifyStatic, { root: dir, prefix: '/files/', setHeaders: staticHeaders })
   app.get('/items/123', async (_req, reply) => reply.type('application/json').header('etag', '"v1"').header('last-modified', new Date(0).toUTCString())
-    .header('content-location', '/items/123.json').header('content-language', 'en').header('cache-control', 'max-age=60').send(BODY))
+    .header('content-location', '/items/123.json').header('content-language', 'en').header('content-disposition', 'attachment; filename="123.json"').header('cache-control', 'max-age=60').send(BODY))
   for (const url of ['/items/123', '/files/f.json']) {
     const ok = await app.inject({ url })
     t.type(ok.headers.etag, 'string', `${url}: the 200 has an ETag`)
@@ -63,8 +63,8 @@ test('a 406 keeps no validator or representation metadata of the response it rep
     for (const method of ['GET', 'HEAD'] as const) {
       const res = await app.inject({ method, url, headers: { 'repr-digest': STALE } })
       t.equal(res.statusCode, 406, `${method} ${url}`)
-      t.same([res.headers.etag, res.headers['last-modified'], res.headers['content-location'], res.headers['content-language']],
-        [undefined, undefined, undefined, undefined], `${method} ${url}: no validators, location or language`)
+      t.same([res.headers.etag, res.headers['last-modified'], res.headers['content-location'], res.headers['content-language'], res.headers['content-disposition']],
+        [undefined, undefined, undefined, undefined, undefined], `${method} ${url}: no validators, location, language or disposition`)
       t.equal(res.headers['repr-digest'], sf(BODY), `${method} ${url}: the current Repr-Digest`)
     }
   }

@@ -2,6 +2,7 @@
 // status codes, 404s and errors. Every expected value is recomputed from the
 // bytes the client received.
 import { test } from 'tap'
+import { generateKeyPairSync } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { buildApp, crc32cField, sf, EMPTY_SHA256 } from '../../helpers'
 
@@ -365,4 +366,34 @@ test('odd header shapes', async (t) => {
   t.equal((await app.inject('/vary-array')).headers.vary, 'Accept, Origin, Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest')
   const empty = await app.inject({ url: '/', headers: { 'repr-digest': '' } })
   t.equal(empty.statusCode, 200, 'an empty Repr-Digest is no conditional')
+})
+
+// The route's usual plans (lib/plugin/response/hooks.ts) are cached: a request whose Want-* fields change the plan
+// never gets a cached one.
+test('a route\'s cached plans never answer a request whose Want-* changes the plan', async (t) => {
+  const key = generateKeyPairSync('ed25519')
+  const keyid = key.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64')
+  const ask = `sig0=("unencoded-digest";sf);keyid="${keyid}";tag="ed25519-integrity"`
+  const app = await buildApp(t, { contentDigest: true, reprDigest: true, integrityKeys: key.privateKey })
+  app.get('/', async () => 'cached')
+  const cases: Array<[Record<string, string>, string]> = [
+    [{}, 'sha-256'],
+    [{ 'want-repr-digest': 'sha-512=5' }, 'sha-512'],
+    [{}, 'sha-256'],
+    [{ 'want-content-digest': 'sha-512=5' }, 'sha-512'],
+    [{ 'want-repr-digest': 'sha-256=0' }, 'sha-512'],
+    [{ 'accept-signature': ask }, 'sha-256'],
+    [{ 'accept-signature': ask, 'want-repr-digest': 'sha-512=5' }, 'sha-512'],
+    [{ 'accept-signature': ask }, 'sha-256'],
+    [{ 'accept-signature': ask, 'want-content-digest': 'sha-512=5' }, 'sha-512']
+  ]
+  // Twice: every case also follows the one the list ends with.
+  for (const round of [1, 2]) {
+    for (const [headers, algorithm] of cases) {
+      const res = await app.inject({ url: '/', headers })
+      const name = `round ${round}: ${JSON.stringify(headers)}`
+      t.equal(res.headers['content-digest'], sf('cached', algorithm), `${name} Content-Digest`)
+      t.equal(res.headers['repr-digest'], sf('cached', algorithm), `${name} Repr-Digest`)
+    }
+  }
 })
