@@ -27,6 +27,7 @@ const bad: Array<[string, unknown, RegExp]> = [
   ['maxBufferSize Infinity', { maxBufferSize: Infinity }, /"maxBufferSize": .*got number Infinity$/],
   ['maxBufferSize NaN', { maxBufferSize: NaN }, /"maxBufferSize": .*got number NaN$/],
   ['fileCacheSize negative', { fileCacheSize: -1 }, /"fileCacheSize": .*got number -1$/],
+  ['a long string, shown cut', { verify: 'x'.repeat(300) }, new RegExp(`"verify": .*got "${'x'.repeat(100)}…"$`)],
   ['fileCacheSize fractional', { fileCacheSize: 2.5 }, /"fileCacheSize": .*got number 2\.5$/],
   ['maxBufferSize string', { maxBufferSize: '1mb' }, /"maxBufferSize"/]
 ]

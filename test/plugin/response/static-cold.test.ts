@@ -228,6 +228,23 @@ test('fileSidecars: a wrong sidecar never ends a GET cleanly; one log line names
   }
 })
 
+test('fileSidecars: a small file held back whole by its check still gets its status line out before the cut', async (t) => {
+  const content = 'small\n'
+  const { app, write } = await site(t, { 's.js': content }, { fileSidecars: true })
+  write('s.js.sha256', `${'1'.repeat(64)}  s.js\n`)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as { port: number }).port
+  // One chunk, held back until the end check: nothing was written when it fails.
+  const first = await get(port, '/s.js')
+  t.equal(first.status, 200, 'a response, never an empty reply')
+  t.equal(first.headers['content-digest'], `sha-256=:${Buffer.alloc(32, 0x11).toString('base64')}:`)
+  t.notOk(first.complete, 'cut off')
+  t.equal(first.body.length, 0)
+  const next = await get(port, '/s.js')
+  t.ok(next.complete)
+  t.equal(next.body.toString(), content)
+})
+
 test('fileSidecars: with @fastify/compress, a wrong sidecar gets a 500 when nothing was sent yet, a cut-off response when streaming', async (t) => {
   const content = 'the real file\n'.repeat(5000)
   for (const te of [false, true]) {
