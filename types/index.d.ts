@@ -155,8 +155,8 @@ declare namespace fastifyDigestFields {
   /** The digest fields of a response, serialized, by lowercase name: those it carries. */
   export type DigestFieldValues = Readonly<Partial<Record<'content-digest' | 'repr-digest' | 'unencoded-digest', string>>>
 
-  /** Fields to add next to the digest fields, by name (none: `undefined`); a list is sent as one comma-separated value. */
-  export type AddedFields = Record<string, string | readonly string[]> | undefined | void
+  /** Fields to add next to the digest fields, by name (none: `undefined` or `null`); a list is sent as one comma-separated value. */
+  export type AddedFields = Record<string, string | readonly string[]> | undefined | null | void
 
   /** The onDigestFields option: a signer, or anything that needs the final digest fields. */
   export type DigestFieldsHook = (

@@ -65,6 +65,7 @@ test('plugin options', () => {
   })
   app.register(digestFields, { onDigestFields: async () => undefined })
   app.register(digestFields, { onDigestFields: () => {} })
+  app.register(digestFields, { onDigestFields: () => null })
   expect(app.register).type.not.toBeCallableWith(digestFields, { onDigestFields: () => ({ signature: 1 }) })
   expect(app.register).type.not.toBeCallableWith(digestFields, { onDigestFields: 'sign' })
   app.get('/signed', { digest: { onDigestFields: async () => ({ signature: 'sig1=:AA==:' }) } }, async () => 'x')

@@ -481,6 +481,9 @@ test('a hook\'s Signature and Signature-Input join the SRI ones in one Dictionar
   t.equal(clash.statusCode, 500)
   t.match(clash.json(), { code: 'FST_DIGEST_FIELD_HOOK_FAILED', message: /the signature-input label sig0 is taken by the response's own signature/ })
   t.not(clash.body, SCRIPT)
+  t.same([...parseDictionary(clash.headers['signature'] as string).keys()], ['sig0'], 'the 500 carries its own SRI signature only')
+  t.ok(verifiedByHand(clash.headers, 'sig0', ed.publicKey), 'over its own Unencoded-Digest')
+  t.equal(createHash('sha256').update(clash.rawPayload).digest('base64'), (clash.headers['unencoded-digest'] as string).slice(9, -1))
 
   label = 'sig1'
   input = 'sig1=('

@@ -140,9 +140,9 @@ export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payloa
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
   }, (err) => {
-    // The error handler answers with a body of its own: the digests and the coding of this one go (fastify
+    // The error handler answers with a body of its own: the digests, signatures and coding of this one go (fastify
     // lib/error-handler.js handleError drops Content-Type and Content-Length only).
-    for (const name of [...DIGEST_FIELDS, 'content-encoding']) reply.removeHeader(name)
+    for (const name of [...DIGEST_FIELDS, ...SIGNATURE_FIELDS, 'content-encoding']) reply.removeHeader(name)
     done(err)
   })
 }
