@@ -24,8 +24,10 @@ const definitions: Definitions<DigestErrorCode | DigestClientErrorCode> = {
   FST_DIGEST_CONTENT_TOO_LARGE: ['Cannot verify the %s field: the decoded content exceeds the body limit of %s bytes', 413],
   FST_DIGEST_UNREAD_TOO_LARGE: ['Cannot verify the %s field: the route answered before reading the body, and the rest exceeds its body limit of %s bytes', 413],
   FST_DIGEST_INCOMPLETE: ['The request content ended before it could be checked', 400],
-  FST_DIGEST_TRAILER_UNANNOUNCED: ['The %s trailer field arrived without being announced in the Trailer field, so the content was not hashed for it: announce it (Trailer: %s)', 400],
-  FST_DIGEST_SIDECAR_WRONG: ['The sidecar %s does not match the file %s (%s): the response made with it failed, and the file\'s own digests are used from now on', 500],
+  FST_DIGEST_TRAILER_UNANNOUNCED: ['The %s trailer field arrived without being announced in the Trailer field, ' +
+    'so the content was not hashed for it: announce it (Trailer: %s)', 400],
+  FST_DIGEST_SIDECAR_WRONG: ['The sidecar %s does not match the file %s (%s): the response made with it failed, ' +
+    'and the file\'s own digests are used from now on', 500],
   FST_DIGEST_FILE_CHANGED: ['The file %s changed while it was sent: its bytes do not match the %s digest the response was sent with, so the response was cut off', 500],
   FST_DIGEST_FIELD_HOOK_FAILED: ['The onDigestFields hook failed: %s', 500],
   FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406],
@@ -54,6 +56,7 @@ export const {
   FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION, FST_DIGEST_ALREADY_REGISTERED, FST_DIGEST_UNKNOWN_ALGORITHM,
   FST_DIGEST_INVALID_DECLARED_DIGEST, FST_DIGEST_INVALID_FIELD, FST_DIGEST_MISMATCH, FST_DIGEST_INVALID_VALUE,
   FST_DIGEST_UNSUPPORTED_ALGORITHM, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ENCODING, FST_DIGEST_INVALID_ENCODING,
-  FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_TRAILER_UNANNOUNCED, FST_DIGEST_SIDECAR_WRONG, FST_DIGEST_FILE_CHANGED,
+  FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_TRAILER_UNANNOUNCED,
+  FST_DIGEST_SIDECAR_WRONG, FST_DIGEST_FILE_CHANGED,
   FST_DIGEST_FIELD_HOOK_FAILED, FST_DIGEST_STALE_REPRESENTATION
 } = errors

@@ -191,7 +191,7 @@ export class FileDigestCache {
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
     const key = versionKey(file)
     let found = this.#lookup(file, key, algorithms)
-    if (found.includes(undefined) && this.options.sidecars !== undefined && this.options.sidecars !== false && !this.#wrong.has(key)) {
+    if (found.includes(undefined) && (this.options.sidecars ?? false) !== false && !this.#wrong.has(key)) {
       await this.#fromSidecars(file, key, algorithms.filter((_, i) => found[i] === undefined))
       found = this.#lookup(file, key, algorithms)
     }

@@ -22,7 +22,11 @@ export const PROBLEM_TYPES = Object.freeze({
 
 // Status phrases of RFC 9110 §15.
 const STATUS_TITLES: Readonly<Record<number, string>> = {
-  400: 'Bad Request', 406: 'Not Acceptable', 413: 'Content Too Large', 415: 'Unsupported Media Type', 500: 'Internal Server Error'
+  400: 'Bad Request',
+  406: 'Not Acceptable',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error'
 }
 
 export interface ProblemDetails { type: string, title: string, status: number, detail: string, code: string, [member: string]: unknown }

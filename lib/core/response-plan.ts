@@ -168,10 +168,12 @@ function selected (want: string | string[] | undefined, params: DigestParams, un
 // Content-Digest and Repr-Digest: a field with a valid Want-* of its own follows it (RFC 9530 §4); one without follows
 // the other field's when it is sent unsolicited, so that a PUT with Want-Repr-Digest gets both fields in the algorithm
 // asked (docs/design.md, "Negotiation", and its exchanges 1 and 5).
-function selectedPair (h: RequestFacts['headers'], params: DigestParams): [readonly DigestAlgorithm[], readonly DigestAlgorithm[]] {
+type Algorithms = readonly DigestAlgorithm[]
+
+function selectedPair (h: RequestFacts['headers'], params: DigestParams): [Algorithms, Algorithms] {
   const content = parseWantField(h['want-content-digest'])
   const repr = parseWantField(h['want-repr-digest'])
-  const pick = (own: WantMap | null, other: WantMap | null, unsolicited: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] => {
+  const pick = (own: WantMap | null, other: WantMap | null, unsolicited: Algorithms): Algorithms => {
     const want = own ?? (unsolicited.length > 0 ? other : null)
     return want === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want, unsolicited })
   }

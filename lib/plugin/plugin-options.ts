@@ -46,7 +46,9 @@ const checkSidecars: Check<boolean | 'verified'> = (value, name, fail) => {
 const checkIntegrityKeys: Check<IntegrityKeys, DigestParams> = (value, name, fail, { algorithms }) => {
   const keys = new Map<string, HeldKey>()
   // An empty list would hold no key and never sign: refused rather than silently inert.
-  if (Array.isArray(value) && value.length === 0) throw fail(name, 'expected a key or a non-empty list of keys, got an empty list')
+  if (Array.isArray(value) && value.length === 0) {
+    throw fail(name, 'expected a key or a non-empty list of keys, got an empty list')
+  }
   for (const item of Array.isArray(value) ? value : [value]) {
     const held = heldKeyOf(item)
     if (typeof held === 'string') throw fail(name, held)
@@ -119,7 +121,9 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
   const params = checkOptions<DigestParams>(opts, pluginOptions, pluginFail, { live: null }, registerKeys)
   // What is hashed in the background, and sidecars (each checked in the background), is kept in the file cache.
   if (params.fileCacheSize === 0 && (params.fileHashing === 'background' || params.fileSidecars !== false)) {
-    throw pluginFail(params.fileSidecars !== false ? 'fileSidecars' : 'fileHashing', 'needs the file cache (fileCacheSize above 0): what is hashed in the background is kept there')
+    const name = params.fileSidecars !== false ? 'fileSidecars' : 'fileHashing'
+    throw pluginFail(name, 'needs the file cache (fileCacheSize above 0): ' +
+      'what is hashed in the background is kept there')
   }
   return params
 }

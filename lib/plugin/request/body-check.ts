@@ -154,7 +154,8 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   // trailer section (chunked HTTP/1.1, RFC 9112 §7.1.2; any HTTP/2 request, RFC 9113 §8.1) is followed to its end,
   // where a digest trailer nothing hashed is refused (judgeBody).
   const trailersPossible = headers['transfer-encoding'] !== undefined || request.raw.httpVersionMajor === 2
-  const settled = received.size === 0 && decoded.size === 0 && !trailersPossible && (!required || headers['content-length'] !== undefined)
+  const nothingHashed = received.size === 0 && decoded.size === 0
+  const settled = nothingHashed && !trailersPossible && (!required || headers['content-length'] !== undefined)
   // Values no algorithm can produce are refused before reading anything.
   const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
   const failure = judge(claims, unread, params, settled && required && headers['content-length'] !== '0')

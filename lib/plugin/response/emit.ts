@@ -79,8 +79,8 @@ export function reprOf (reply: FastifyReply, state: ResponseState, content: Dige
 // its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
 // It describes no representation of the target: the fields that would go (validators, RFC 9110 §8.8; Content-Location
 // and Content-Language, §8.7, §8.5; Content-Disposition, RFC 6266 §4).
-export const NOT_THE_406S = ['content-encoding', 'content-range', 'content-language', 'content-location', 'content-disposition',
-  'etag', 'last-modified', ...DIGEST_FIELDS]
+export const NOT_THE_406S = ['content-encoding', 'content-range', 'content-language', 'content-location',
+  'content-disposition', 'etag', 'last-modified', ...DIGEST_FIELDS]
 export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null

@@ -48,7 +48,9 @@ function addedField (name: string, value: unknown): [string, string] {
   if (typeof line !== 'string') {
     throw new Error(`expected the value of ${name} to be a string or a list of strings, got ${describe(value)}`)
   }
-  if (!FIELD_VALUE.test(line)) throw new Error(`the value of ${name} holds a character a field value cannot (RFC 9110 §5.5)`)
+  if (!FIELD_VALUE.test(line)) {
+    throw new Error(`the value of ${name} holds a character a field value cannot (RFC 9110 §5.5)`)
+  }
   return [lower, line]
 }
 
@@ -103,7 +105,8 @@ function run (hook: DigestFieldsHook, call: Call, then: (added: Added) => void, 
   } catch (err) {
     return fail(hookError('it threw', err))
   }
-  Promise.resolve(result).then((value) => checked(value, call, then, fail), (err: unknown) => fail(hookError('it rejected', err)))
+  const rejected = (err: unknown): void => fail(hookError('it rejected', err))
+  Promise.resolve(result).then((value) => checked(value, call, then, fail), rejected)
 }
 
 /** The hook's failure: its own error is the cause, whose message the log adds (pino's err serializer). */

@@ -10,7 +10,9 @@ import type { DigestParams } from '../../core/option-checks'
 import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults } from '../../core/digest-stream'
 import type { FileDigestCache } from '../../core/file-cache'
 import { isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan } from '../../core/response-plan'
-import { checkedFileStream, fileContent, fileDigests, fileFailed, resolveFileResponse, type FileResponse } from './static-files'
+import {
+  checkedFileStream, fileContent, fileDigests, fileFailed, resolveFileResponse, type FileResponse
+} from './static-files'
 import { commaSeparatedTrailer, declareTrailer, emitFields, reprOf, unencodedDigests } from './emit'
 import { TrailerHook } from './field-hook'
 

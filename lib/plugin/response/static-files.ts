@@ -135,10 +135,11 @@ export function fileFailed (request: FastifyRequest, reply: FastifyReply, state:
   request.log.error({ err }, err.message)
   reply.code(500)
   for (const name of NOT_THE_406S) reply.removeHeader(name)
-  const body = Buffer.from(JSON.stringify(blankProblem(500, err.code, 'The file did not match the digests it was to be sent with')))
+  const detail = 'The file did not match the digests it was to be sent with'
+  const body = Buffer.from(JSON.stringify(blankProblem(500, err.code, detail)))
   reply.header('content-type', PROBLEM_CONTENT_TYPE).header('content-length', body.byteLength)
-  const { plan } = state
-  writeFields(reply, digestFieldOf(plan.content, body, plan.mode.strict), digestFieldOf(plan.repr, body, plan.mode.strict), null)
+  const { content, repr, mode } = state.plan
+  writeFields(reply, digestFieldOf(content, body, mode.strict), digestFieldOf(repr, body, mode.strict), null)
   return body
 }
 
