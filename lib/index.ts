@@ -44,7 +44,8 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
 
 // fastify 5.12.8 is the first to write a piped stream's trailers (lib/reply.js:860 and :897 end
 // the response after sendTrailer); test/plugin/fastify-floor.test.ts shows them lost on 5.12.7.
-const plugin = fp(fastifyDigestFields, { fastify: '^5.12.8', name: 'fastify-digest-fields' })
+// fastify 6: its prereleases from alpha.4, tested in the compat matrix (README, "Compatibility").
+const plugin = fp(fastifyDigestFields, { fastify: '^5.12.8 || ^6.0.0-alpha.4', name: 'fastify-digest-fields' })
 
 // module.exports is the plugin, carrying the named exports; written one by one as static hints
 // for cjs-module-lexer, so that ESM named imports work. Its type is the hand-written one.

@@ -1,4 +1,4 @@
-// The handler of one request (undici 7's Dispatcher.DispatchHandler): everything passes through
+// The handler of one request (undici's controller API, Dispatcher.DispatchHandler, in 7 and 8): everything passes through
 // to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
 import type { DigestClientError } from '../../types/client'
@@ -46,7 +46,8 @@ export class SharedController implements Controller {
 }
 
 // HTTP/2 trailers: undici 7.30.2's adapter parses node:http2's trailers object (lib/dispatcher/client-h2.js:830-836)
-// as a flat list into `{}` (lib/handler/unwrap-handler.js:94-97), keeping it as `rawTrailers`.
+// as a flat list into `{}` (lib/handler/unwrap-handler.js:94-97), keeping it as `rawTrailers`. Applied only to that
+// shape: undici 8 passes the object on (8.13.1 lib/core/request.js:430-432). Removed when the peer range drops 7.
 function trailersOf (controller: Controller, trailers: ResponseHeaders): ResponseHeaders {
   const raw = controller.rawTrailers
   if (Object.keys(trailers).length > 0 || raw === null || typeof raw !== 'object' || Array.isArray(raw)) return trailers
@@ -89,8 +90,8 @@ export class DigestHandler implements Handler {
     if (this.#check === null) return this.handler.onResponseEnd?.(above, received as never)
     this.#check.finish(received, (err: DigestClientError | null) => {
       if (err === null) return this.handler.onResponseEnd?.(above, received as never)
-      // A macrotask later: raised in the tick that ends a body read in one go
-      // (lib/core/request.js:333, onComplete), the error is missed by fetch(), which hangs.
+      // A macrotask later: raised in the tick that ends a body read in one go, the error is missed by fetch(),
+      // which hangs (undici 7.30.2 lib/core/request.js:333, 8.13.1 :432).
       setImmediate(() => this.handler.onResponseError?.(above, err))
     })
   }

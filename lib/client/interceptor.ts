@@ -1,4 +1,4 @@
-// digestInterceptor(): an undici 7 interceptor (lib/dispatcher/dispatcher.js:20-44) adding Want-*-Digest, `TE: trailers`
+// digestInterceptor(): an undici 7 and 8 interceptor (lib/dispatcher/dispatcher.js compose) adding Want-*-Digest, `TE: trailers`
 // and Content-Digest to a request, its response checked by a DigestHandler. Headers: lib/core/request.js:196-218.
 import type { Dispatcher } from 'undici'
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
@@ -136,8 +136,6 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
     const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
     prepared.then((body) => {
       try {
-        // Aborted while hashing (null): passed on as it is, for undici to abort.
-        if (body === null) return send(pairs, opts.body)
         // A FormData's Content-Type (with the boundary) replaces any given.
         const fields = pairs.filter(([name]) => body.contentType === null || name.toLowerCase() !== 'content-type')
         if (body.contentType !== null) fields.push(['content-type', body.contentType])

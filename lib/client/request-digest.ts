@@ -17,7 +17,8 @@ export function isFormData (body: unknown): body is FormData {
 const escapeName = (name: string): string => name.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22')
 const crlf = (text: string): string => text.replace(/\r\n|\r|\n/g, '\r\n')
 
-// A FormData as sent (RFC 7578, as the HTML Standard encodes forms; undici 7.30.2 does it too late to hash, lib/dispatcher/client-h1.js:1167-1177):
+// A FormData as sent (RFC 7578, as the HTML Standard encodes forms; undici serializes it as it writes, too late to
+// hash: 7.30.2 lib/dispatcher/client-h1.js:1167-1177, 8.13.1 :1249-1254):
 // a Blob that references files, its `type` the Content-Type; null for an entry neither string nor Blob.
 export function formDataBlob (form: FormData): Blob | null {
   const boundary = `----fastify-digest-fields-${randomBytes(16).toString('hex')}`
@@ -47,20 +48,25 @@ export function knownBytes (body: unknown): Uint8Array | string | null {
   return body instanceof ArrayBuffer ? new Uint8Array(body) : null
 }
 
-/** A Blob or FormData body once hashed: the Blob to send, the Content-Type to send (a FormData's) or null, the field. */
-interface PreparedBody { body: Blob, contentType: string | null, field: string }
+/**
+ * A Blob or FormData body once hashed: the Blob to send, the Content-Type to send (a FormData's) or null, the field,
+ * null when `stop` aborted the hashing. The Blob is sent even then, for undici to abort: undici 8 refuses a FormData
+ * not its own before it looks at the signal (lib/core/request.js, isUndiciFormData).
+ */
+interface PreparedBody<Field = string | null> { body: Blob, contentType: string | null, field: Field }
 
-/** For a Blob or FormData, what to send, or null once `stop` (the AbortSignal) aborted; null for any other body. */
-export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null): Promise<PreparedBody | null> | null {
+/** For a Blob or FormData, what to send; null for any other body. */
+export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null): Promise<PreparedBody> | null {
   const blob = body instanceof Blob ? body : isFormData(body) ? formDataBlob(body) : null
   if (blob === null) return null
   return (async () => {
     const hasher = new MultiDigester(algorithms)
+    const contentType = blob === body ? null : blob.type
     for await (const chunk of blob.stream()) {
-      if (stop?.aborted === true) return null
+      if (stop?.aborted === true) return { body: blob, contentType, field: null }
       hasher.update(chunk)
     }
-    return { body: blob, contentType: blob === body ? null : blob.type, field: serializeDigestField(hasher.digest(), { strict: true }) }
+    return { body: blob, contentType, field: serializeDigestField(hasher.digest(), { strict: true }) }
   })()
 }
 
@@ -91,7 +97,7 @@ export async function digestBody (body: DigestibleBody | Blob | FormData, algori
   const [algorithms, fields] = checkArgs('digestBody()', algorithm, options)
   const bytes = knownBytes(body)
   if (bytes !== null) return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string) }
-  const prepared = await prepareBody(body, algorithms) // without a signal, null only for another body
+  const prepared = await prepareBody(body, algorithms) as PreparedBody<string> | null // without a signal: hashed whole
   if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
   const headers = fields(prepared.field)
   return { body: prepared.body, headers: prepared.contentType === null ? headers : { ...headers, 'content-type': prepared.contentType } }

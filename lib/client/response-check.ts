@@ -11,8 +11,9 @@ import { ALGORITHMS } from '../core/algorithms'
 import type { ClientParams } from './interceptor'
 
 // node:zlib makes a thread-pool round trip per write and output chunk. The response is held
-// once the first decoder queued HOLD_SIZE, until its 'drain': undici 7.30.2's resume() reads
-// the socket's whole buffer (lib/dispatcher/client-h1.js:284-303), quadratic if held per 16 KiB.
+// once the first decoder queued HOLD_SIZE, until its 'drain': undici's resume() reads the
+// socket's whole buffer (7.30.2 lib/dispatcher/client-h1.js:284-303, 8.13.1 :296-316),
+// quadratic if held per 16 KiB.
 export const CHUNK_SIZE = 64 * 1024
 export const HOLD_SIZE = 1024 * 1024
 const BATCH_SIZE = 256 * 1024

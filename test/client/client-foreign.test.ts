@@ -473,6 +473,8 @@ test('a large chunked response: undici is paused once per HOLD_SIZE the side dec
         get paused () { return real.paused },
         get aborted () { return real.aborted },
         get reason () { return real.reason },
+        // undici 8's fetch reads the response's fields from rawHeaders (lib/web/fetch/index.js, onResponseStart).
+        get rawHeaders () { return real.rawHeaders },
         get rawTrailers () { return real.rawTrailers }
       }
       controllers.set(controller, out)

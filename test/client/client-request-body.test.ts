@@ -8,7 +8,7 @@
 import { test } from 'tap'
 import { Readable } from 'node:stream'
 import Fastify from 'fastify'
-import { Agent, fetch, type Dispatcher } from 'undici'
+import { Agent, fetch, request, type Dispatcher } from 'undici'
 import digestFields = require('../../lib/index')
 import { digestHeaders, digestInterceptor } from '../../lib/client/index'
 import { sf } from '../helpers'
@@ -85,7 +85,6 @@ test('fetch: digestHeaders() for the body; streams are left alone', async (t) =>
   assertFailure(t, bare, 'FST_DIGEST_REQUEST_REJECTED', 'Content-Digest', null)
   t.match(bare.error?.message, /requires a Content-Digest or Repr-Digest/)
   // A stream body through undici.request: no digest is added.
-  const { request } = await import('undici')
   const streamed = await request(`${base}/upload`, { dispatcher, method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Readable.from([Buffer.from(TEXT)]) })
   t.equal(streamed.statusCode, 400)
   await t.rejects(streamed.body.text(), { code: 'FST_DIGEST_REQUEST_REJECTED' })

@@ -2,8 +2,9 @@
 // npm run test:compat: every cell of the compatibility matrix (matrix.js, the
 // README's table). For each Node.js release: the `latest` combination runs
 // the whole suite (on the Node.js running npm that is `npm test`'s own run,
-// so it is skipped here), the others put older majors of the packages in place
-// through test/compat/aliases.cjs and run the integration files. Coverage is
+// so it is skipped here), the others put other majors of the packages in
+// place through test/compat/aliases.cjs and run the integration and client
+// files; a combination's `nodes` names the majors it runs on. Coverage is
 // `npm test`'s job; these runs only pass or fail.
 //
 // COMPAT_NODES=22,24 limits the Node.js majors; COMPAT_COMBOS=older the
@@ -41,10 +42,17 @@ function nodeBinary (version) {
   return binary
 }
 
+/** The major the suite runs `name` on (its devDependency). */
+function currentMajor (name) {
+  const { current, tested } = packages[name]
+  return major((tested ?? current).replace(/^\^/, ''))
+}
+
 /** The alias map of a combination: package name → alias of the wanted major. */
 function aliasesOf (combo) {
   const map = {}
   for (const [name, wanted] of Object.entries(combo.use)) {
+    if (wanted === currentMajor(name)) continue
     const alias = packages[name].aliases[wanted]
     if (alias === undefined) throw new Error(`matrix.js: no alias for ${name} ${wanted}`)
     map[name] = alias
@@ -71,6 +79,7 @@ function main () {
     if (major(actual.slice(1)) !== major(version)) throw new Error(`${node} is ${actual}, not Node.js ${version}`)
     for (const combo of combos) {
       if (onlyCombos && !onlyCombos.includes(combo.name)) continue
+      if (combo.nodes && !combo.nodes.includes(major(version))) continue
       const cell = `Node.js ${actual}, ${combo.name}`
       if (combo.name === 'latest' && node === process.execPath) {
         console.log(`# ${cell}: the whole suite is npm test's own run (with coverage), skipped here`)
@@ -81,7 +90,7 @@ function main () {
       delete env.TAP_SNAPSHOT
       const majors = loadedMajors(node, env)
       const wrong = Object.entries(majors).filter(([name, got]) => {
-        const want = combo.use[name] ?? major(packages[name].current.replace(/^\^/, ''))
+        const want = combo.use[name] ?? currentMajor(name)
         return got.cjs !== want || got.esm !== want
       })
       const shown = Object.entries(majors).map(([name, got]) => `${name} ${got.version}`).join(', ')
