@@ -15,3 +15,14 @@ export function loadedMajor (name: string): number {
     dir = dirname(dir)
   }
 }
+
+/**
+ * Why the fastify in use sends a piped stream's `res.end()` before its trailers over a real socket, or false.
+ * fastify 6.0.0-alpha.4 lib/reply.js:843 sends them on the source's 'end' (sendStreamTrailer, :950-953), a
+ * listener that runs before pipe's own (:890, `payload.pipe(res)`, no `{ end: false }`) and whose trailer
+ * callbacks answer on a later tick (sendTrailer, :936): the response ends, `Trailer` announced, none written.
+ * fastify 5.12.8 has the fix (fastify/fastify#6953: pipe without end, trailers from the eos listener).
+ */
+export const pipedTrailersLost: string | false = loadedMajor('fastify') === 6
+  ? 'fastify 6.0.0-alpha.4 ends a piped stream before its trailers (lib/reply.js:843, :890); fix: fastify/fastify#6953'
+  : false

@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { examplesDir, plainEnv, root, runClient, startExample } from './example-helpers'
 import { EMPTY_SHA256, decode, sf } from '../helpers'
+import { pipedTrailersLost } from '../loaded-majors'
 import { BOUNDARY, MULTIPART_TYPE, multipartBody, type TapTest } from '../plugin/request/upload-helpers'
 import { chromiumOrSkip, dumpDom } from '../browser/browser-helpers'
 
@@ -150,8 +151,8 @@ test('routes.mjs: per-route options, a live stream, a declared digest', async (t
   t.equal(ticks.body.toString(), 'data: tick 1\n\ndata: tick 2\n\ndata: tick 3\n\n')
   t.equal(ticks.headers['content-digest'], undefined, 'a live stream without TE: trailers has no digest')
   const trailed = await h1(port, '/ticks', { headers: { te: 'trailers' } })
-  t.equal(trailed.trailers['content-digest'], sf(trailed.body), 'with TE: trailers, as a trailer')
-  t.equal(trailed.trailers['repr-digest'], sf(trailed.body))
+  t.equal(trailed.trailers['content-digest'], sf(trailed.body), 'with TE: trailers, as a trailer', { skip: pipedTrailersLost })
+  t.equal(trailed.trailers['repr-digest'], sf(trailed.body), { skip: pipedTrailersLost })
 
   const missing = await h1(port, '/upload', { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from('{"a":1}') })
   t.equal(missing.status, 400, 'verify: required refuses a body without a digest')
@@ -387,8 +388,8 @@ test('the README\'s curl commands, with curl, against the examples they name', {
   t.equal(asked.headers['repr-digest'], sf(asked.body))
   t.equal(streamed.status, 200)
   t.equal(streamed.headers['content-digest'], undefined)
-  t.equal(streamed.trailers['content-digest'], sf(streamed.body), 'a stream\'s digests as trailers')
-  t.equal(streamed.trailers['repr-digest'], sf(streamed.body))
+  t.equal(streamed.trailers['content-digest'], sf(streamed.body), 'a stream\'s digests as trailers', { skip: pipedTrailersLost })
+  t.equal(streamed.trailers['repr-digest'], sf(streamed.body), { skip: pipedTrailersLost })
   t.equal(written.body.length, 0, 'printf writes body.json')
   t.equal(uploaded.status, 201, 'uploaded with its digest')
   t.match(JSON.parse(uploaded.body.toString()), { verification: { verified: true, fields: [{ field: 'Content-Digest', ok: true }] } })

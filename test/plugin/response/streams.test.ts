@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http'
 import { createHash } from 'node:crypto'
 import compress from '@fastify/compress'
 import { buildApp, decode, rawExchange, sf, pattern, EMPTY_SHA256 } from '../../helpers'
+import { pipedTrailersLost } from '../../loaded-majors'
 
 function chunked (buf: Buffer, size: number): Readable {
   const parts: Buffer[] = []
@@ -133,8 +134,8 @@ test('over a real server: trailers with gzip, checked by a node:http client', as
   })
   t.equal(got.headers['content-encoding'], 'gzip')
   t.equal(got.headers.trailer, 'content-digest, repr-digest')
-  t.equal(got.trailers['content-digest'], sf(got.raw))
-  t.equal(got.trailers['repr-digest'], sf(decode(got.raw, 'gzip')))
+  t.equal(got.trailers['content-digest'], sf(got.raw), { skip: pipedTrailersLost })
+  t.equal(got.trailers['repr-digest'], sf(decode(got.raw, 'gzip')), { skip: pipedTrailersLost })
   t.ok(decode(got.raw, 'gzip').equals(body))
 })
 
