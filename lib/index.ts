@@ -7,7 +7,6 @@ import type { FastifyDigestFieldsOptions } from '../types/index'
 import type Public = require('../types/index')
 import { normalizeOptions, normalizeRouteOptions } from './plugin/plugin-options'
 import { placeHooks } from './plugin/route-hooks'
-import { withPipedTrailers } from './plugin/piped-trailers'
 import { setReprDigest, setUnencodedDigest } from './plugin/response/declared'
 import { installResponseDigests } from './plugin/response/hooks'
 import { installRequestVerification } from './plugin/request/body-check'
@@ -24,7 +23,7 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
   try {
     // Registered again in this scope or a child one, which inherits the decorators.
     if (fastify.hasReplyDecorator(kDeclared)) throw new FST_DIGEST_ALREADY_REGISTERED()
-    const params = withPipedTrailers(fastify.version, normalizeOptions(opts))
+    const params = normalizeOptions(opts)
     fastify.decorateReply(kDeclared, null)
     fastify.decorateReply('setReprDigest', setReprDigest)
     fastify.decorateReply('setUnencodedDigest', setUnencodedDigest)
@@ -32,9 +31,8 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     const installers = [installResponseDigests(fastify, params), installRequestVerification(fastify)]
     fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
       const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
-      const declared = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
-      if (declared === null) return
-      const routeParams = withPipedTrailers(fastify.version, declared)
+      const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
+      if (routeParams === null) return
       routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
       placeHooks(routeOptions, installers.map((installer) => installer.onRoute(routeOptions, routeParams)))
     })
