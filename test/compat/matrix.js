@@ -74,7 +74,7 @@ const combos = [
 /** What differs by package and major, under the table. */
 const notes = [
   'fastify 5.12.8 or later: earlier 5.x releases lose a piped stream\'s trailers (the plugin refuses them at registration).',
-  'fastify 6 is a prerelease (6.0.0-alpha.4, Node.js >= 24): the plugin declares `^6.0.0-alpha.4` and runs its integration tests and examples on it with @fastify/compress 9, @fastify/static 10 and @fastify/multipart 10.',
+  'fastify 6 is a prerelease (6.0.0-alpha.4, Node.js >= 24): the plugin declares `^6.0.0-alpha.4` and runs its integration tests, the client\'s and the examples on it with @fastify/compress 9, @fastify/static 10 and @fastify/multipart 10 (which declare fastify `5.x`: they load on a 6 prerelease only). 6.0.0-alpha.4 loses a piped stream\'s trailers (the fix, fastify/fastify#6953, is in 5.12.8): set `trailers: false` there, and the tests skip those trailers.',
   '@fastify/compress 8 also gzips 206 responses: `Content-Digest` is of the bytes sent, and strict mode omits `Repr-Digest` there.',
   '@fastify/static 8 and 9 pass `setHeaders` the raw response, 10 the reply: `staticHeaders` takes either.',
   '@fastify/multipart 9 fails a read with `ERR_STREAM_PREMATURE_CLOSE` instead of the plugin\'s error: the reply is still the 400 problem, and a handler that rethrows it is logged with that 400 (the plugin gives an error without a status of its own, thrown for a failed or cut body, the 4xx of the failure).',
