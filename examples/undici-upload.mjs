@@ -1,8 +1,9 @@
 // Uploads with undici: the interceptor adds the Content-Digest of a FormData
 // or Blob body (serialized and hashed as a stream, never held in memory);
 // with fetch, digestBody() does it first. FormData is undici's: undici's
-// request is typed for no other, and on Node.js 20 undici 7 cannot itself
-// send Node's global FormData (the interceptor serializes either).
+// request is typed for no other, undici 8's request refuses any other, and on
+// Node.js 20 undici 7 cannot itself send Node's global FormData (the
+// interceptor serializes either).
 // Run against examples/upload.mjs: node examples/undici-upload.mjs http://localhost:3000 photo.jpg
 // Installed as a package: node node_modules/fastify-digest-fields/examples/undici-upload.mjs, with the same arguments.
 // Needs: npm i fastify-digest-fields undici

@@ -1,6 +1,6 @@
 /// <reference types="node" />
 
-// fastify-digest-fields/client: an undici 7 interceptor that checks the
+// fastify-digest-fields/client: an undici 7 or 8 interceptor that checks the
 // digest fields of responses (RFC 9530) as their bodies stream, and adds
 // Content-Digest / Want-*-Digest to requests. It does not need fastify.
 import type { Blob as NodeBlob } from 'node:buffer'

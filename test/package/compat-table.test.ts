@@ -25,8 +25,6 @@ test('the README shows the matrix that test:compat runs', async (t) => {
 test('every major the table lists is installed under its alias, and run by some combination', async (t) => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string>, peerDependencies: Record<string, string> }
   t.equal(matrix.packages.fastify?.current, pkg.peerDependencies.fastify, 'the fastify range is the peer dependency')
-  t.ok(matrix.combos.some((c) => Object.keys(c.use).length === 0 || Object.entries(c.use).every(([name, wanted]) => !(wanted in matrix.packages[name].aliases))),
-    'some combination runs every package at its devDependency')
   for (const [name, { aliases }] of Object.entries(matrix.packages)) {
     for (const [wanted, alias] of Object.entries(aliases)) {
       t.match(pkg.devDependencies[alias], new RegExp(`^npm:${name.replace('/', '\\/')}@\\^?${wanted}\\.`), `${name} ${wanted} is the devDependency ${alias}`)
@@ -36,12 +34,12 @@ test('every major the table lists is installed under its alias, and run by some 
   t.ok(matrix.combos.some((c) => c.files === 'all' && Object.keys(c.use).length === 0), 'the devDependencies run the whole suite')
   t.ok(matrix.combos.some((c) => c.files === 'all' && c.use.undici === '8'), 'undici 8 runs the whole suite')
   for (const name of ['undici', 'fastify']) {
-    t.equal(pkg.peerDependencies[name].split(' || ').length, 2, `${name}: the peer range names both majors tested`)
+    t.equal(pkg.peerDependencies[name]?.split(' || ').length, 2, `${name}: the peer range names both majors tested`)
   }
 })
 
 test('the declared ranges accept what the table tests, and refuse what it does not', async (t) => {
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> }
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { peerDependencies: { fastify: string, undici: string } }
   const fastify6 = (JSON.parse(readFileSync(require.resolve('fastify6/package.json'), 'utf8')) as { version: string }).version
   const undici8 = (JSON.parse(readFileSync(require.resolve('undici8/package.json'), 'utf8')) as { version: string }).version
   // npm checks a peer range without prereleases beyond the range's own (semver's default).
@@ -59,12 +57,12 @@ test('fastify 6.0.0 loads the plugin: its range is checked once 6 is not a prere
   for (const version of ['6.0.0', '6.2.0']) {
     const app = Fastify()
     Object.defineProperty(app, 'version', { value: version })
-    await t.resolves(app.register(plugin).ready(), `registered on fastify ${version}`)
+    await t.resolves(async () => { await app.register(plugin).ready() }, `registered on fastify ${version}`)
     await app.close()
   }
   const app = Fastify()
   Object.defineProperty(app, 'version', { value: '7.0.0' })
-  await t.rejects(app.register(plugin).ready(), { code: 'FST_ERR_PLUGIN_VERSION_MISMATCH' }, 'a major not declared is refused')
+  await t.rejects(async () => { await app.register(plugin).ready() }, { code: 'FST_ERR_PLUGIN_VERSION_MISMATCH' }, 'a major not declared is refused')
 })
 
 test('the plugin declares the fastify range of the table', async (t) => {
