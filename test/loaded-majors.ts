@@ -26,3 +26,12 @@ export function loadedMajor (name: string): number {
 export const pipedTrailersLost: string | false = loadedMajor('fastify') === 6
   ? 'fastify 6.0.0-alpha.4 ends a piped stream before its trailers (lib/reply.js:843, :890); fix: fastify/fastify#6953'
   : false
+
+/**
+ * Why the fastify in use refuses an HTTP/2 QUERY whose body comes without Content-Length, or false: fastify
+ * 6.0.0-alpha.4 lib/handle-request.js:55-61 (isEmptyBody reads the framing fields HTTP/2 need not send) answers
+ * 400 FST_ERR_ROUTE_MISSING_CONTENT before any hook; fastify/fastify#6929 removes the check.
+ */
+export const h2QueryRefused: string | false = loadedMajor('fastify') === 6
+  ? 'fastify 6.0.0-alpha.4 refuses an HTTP/2 QUERY body without Content-Length (lib/handle-request.js:55-61); fix: fastify/fastify#6929'
+  : false

@@ -81,7 +81,7 @@ function main () {
       if (onlyCombos && !onlyCombos.includes(combo.name)) continue
       if (combo.nodes && !combo.nodes.includes(major(version))) continue
       const cell = `Node.js ${actual}, ${combo.name}`
-      if (combo.name === 'latest' && node === process.execPath) {
+      if (combo.files === 'all' && Object.keys(aliasesOf(combo)).length === 0 && node === process.execPath) {
         console.log(`# ${cell}: the whole suite is npm test's own run (with coverage), skipped here`)
         continue
       }

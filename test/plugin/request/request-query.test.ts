@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { b64, sf } from './request-helpers'
 import { assertProblem, json, pieces, serve, type TapTest } from './upload-helpers'
+import { h2QueryRefused } from '../../loaded-majors'
 
 const QUERY = Buffer.from(JSON.stringify({ select: ['id', 'title'], where: { title: 'New Title' } }))
 
@@ -19,7 +20,8 @@ function route (app: FastifyInstance): void {
 }
 
 for (const transport of ['h1', 'h1-chunked', 'h2'] as const) {
-  test(`QUERY (${transport}): the body is verified as a POST's; the answer carries its digests and Vary`, async (t: TapTest) => {
+  const skip = transport === 'h2' ? h2QueryRefused : false
+  test(`QUERY (${transport}): the body is verified as a POST's; the answer carries its digests and Vary`, { skip }, async (t: TapTest) => {
     const served = await serve(t, transport === 'h2' ? 'h2' : 'h1', { verify: 'required', contentDigest: true }, route)
     const framing: Record<string, string> = transport === 'h1-chunked'
       ? { 'transfer-encoding': 'chunked' }
