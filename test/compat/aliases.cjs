@@ -31,17 +31,7 @@ if (Object.keys(aliases).length > 0) {
     const target = fromOurCode(parent && parent.filename) ? aliased(request) : undefined
     return resolveFilename.call(this, target ?? request, parent, ...rest)
   }
-  if (typeof Module.registerHooks === 'function') {
-    // In-thread hooks (Node.js >= 22.15): they also see the imports made under a test runner's own loader hooks.
-    Module.registerHooks({
-      resolve (specifier, context, nextResolve) {
-        const target = fromOurCode(context.parentURL) ? aliased(specifier) : undefined
-        return nextResolve(target ?? specifier, context)
-      }
-    })
-  } else {
-    Module.register(pathToFileURL(require.resolve('./aliases-hooks.mjs')), { data: { aliases } })
-  }
+  Module.register(pathToFileURL(require.resolve('./aliases-hooks.mjs')), { data: { aliases } })
 }
 
 module.exports = { aliased }

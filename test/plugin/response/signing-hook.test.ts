@@ -19,9 +19,7 @@ import { pathToFileURL } from 'node:url'
 import compress from '@fastify/compress'
 import type { FastifyInstance } from 'fastify'
 import { createSigner, httpbis } from 'http-message-signatures'
-import { Agent } from 'undici'
 import type { DigestFieldValues, DigestFieldsHook } from '../../../types/index'
-import { digestInterceptor } from '../../../lib/client/index'
 import { buildApp, decode, sf } from '../../helpers'
 import { pipedTrailersLost } from '../../loaded-majors'
 import { examplesDir, runClient, startExample } from '../../package/example-helpers'
@@ -403,8 +401,9 @@ test('the recipe in process: the digest interceptor and verifyMessage against a 
   app.post('/echo', { digest: { verify: 'required' } }, async (request) => request.body)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { signedRequest } = await import(pathToFileURL(join(examplesDir, 'verify-signed-response.mjs')).href) as { signedRequest: (url: string, opts: object) => Promise<{ status: number, body: string }> }
-  const dispatcher = new Agent().compose(digestInterceptor({ verify: 'required' }))
-  t.teardown(() => dispatcher.close())
   const port = (app.server.address() as AddressInfo).port
-  t.same(await signedRequest(`http://127.0.0.1:${port}/echo`, { method: 'POST', body: '{"a":1}', publicKey: pem(key).publicKey, dispatcher }), { status: 200, body: '{"a":1}' })
+  // The example's own dispatcher (its Agent with the digest interceptor, verify: 'required'): under the compat
+  // matrix, an ES module imported here may load another undici major than this file, and undici's request()
+  // does not drive another major's Agent.
+  t.same(await signedRequest(`http://127.0.0.1:${port}/echo`, { method: 'POST', body: '{"a":1}', publicKey: pem(key).publicKey }), { status: 200, body: '{"a":1}' })
 })
