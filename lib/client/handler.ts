@@ -1,5 +1,5 @@
-// The handler of one request (undici's controller API, Dispatcher.DispatchHandler, in 7 and 8): everything passes through
-// to the handler above, the end held back until the check has run; a failure replaces it.
+// The handler of one request (undici's controller API, Dispatcher.DispatchHandler, in 7 and 8):
+// everything passes through to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
 import type { DigestClientError } from '../../types/client'
 import type { ClientParams } from './interceptor'

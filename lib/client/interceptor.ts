@@ -1,4 +1,5 @@
-// digestInterceptor(): an undici 7 and 8 interceptor (lib/dispatcher/dispatcher.js compose) adding Want-*-Digest, `TE: trailers`
+// digestInterceptor(): an undici 7 and 8 interceptor (lib/dispatcher/dispatcher.js compose) adding
+// Want-*-Digest, `TE: trailers`
 // and Content-Digest to a request, its response checked by a DigestHandler. Headers: lib/core/request.js:196-218.
 import type { Dispatcher } from 'undici'
 import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'

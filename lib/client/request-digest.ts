@@ -53,10 +53,12 @@ export function knownBytes (body: unknown): Uint8Array | string | null {
  * null when `stop` aborted the hashing. The Blob is sent even then, for undici to abort: undici 8 refuses a FormData
  * not its own before it looks at the signal (lib/core/request.js, isUndiciFormData).
  */
-interface PreparedBody<Field = string | null> { body: Blob, contentType: string | null, field: Field }
+interface PreparedBody { body: Blob, contentType: string | null, field: string | null }
 
 /** For a Blob or FormData, what to send; null for any other body. */
-export function prepareBody (body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null): Promise<PreparedBody> | null {
+export function prepareBody (
+  body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null
+): Promise<PreparedBody> | null {
   const blob = body instanceof Blob ? body : isFormData(body) ? formDataBlob(body) : null
   if (blob === null) return null
   return (async () => {
@@ -97,8 +99,8 @@ export async function digestBody (body: DigestibleBody | Blob | FormData, algori
   const [algorithms, fields] = checkArgs('digestBody()', algorithm, options)
   const bytes = knownBytes(body)
   if (bytes !== null) return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string) }
-  const prepared = await prepareBody(body, algorithms) as PreparedBody<string> | null // without a signal: hashed whole
+  const prepared = await prepareBody(body, algorithms)
   if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
-  const headers = fields(prepared.field)
+  const headers = fields(prepared.field as string) // without a signal: hashed whole
   return { body: prepared.body, headers: prepared.contentType === null ? headers : { ...headers, 'content-type': prepared.contentType } }
 }

@@ -13,8 +13,6 @@
 // Repr-Digest and Unencoded-Digest are checked over the decoded content
 // (docs/client.md, "With other interceptors").
 import { test } from 'tap'
-import { createHash } from 'node:crypto'
-import { once } from 'node:events'
 import { createServer as createH1Server, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createServer as createH2Server, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2'
 import type { Server } from 'node:net'
@@ -25,17 +23,14 @@ import compress from '@fastify/compress'
 import { Agent, H2CClient, interceptors, type Dispatcher } from 'undici'
 import digestFields = require('../../lib/index')
 import { digestInterceptor } from '../../lib/client/index'
-import { KINDS, assertFailure, call, type Outcome } from './client-helpers'
+import { sf } from '../helpers'
+import { KINDS, assertFailure, call, listenLocal, type Outcome } from './client-helpers'
 import type { TapTest } from '../plugin/request/upload-helpers'
 
 const ITEMS = { items: Array.from({ length: 200 }, (_, id) => ({ id, name: `item ${id}` })) }
 const TEXT = 'streamed text, '.repeat(400)
 
 interface Closeable { teardown (fn: () => unknown): void }
-
-function sf (bytes: Buffer): string {
-  return `sha-256=:${createHash('sha256').update(bytes).digest('base64')}:`
-}
 
 /** What came off the connection: status, fields, the bytes, the trailers. */
 interface Wire { status: number, headers: Record<string, unknown>, body: Buffer, trailers: Record<string, unknown> }
@@ -168,10 +163,7 @@ async function handServer (t: Closeable, http2: boolean, content: Buffer, wrong:
     res.end()
   }
   const server: Server = http2 ? createH2Server(respond) : createH1Server(respond)
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  return await listenLocal(t, server)
 }
 
 /** Which field the interceptor refuses when `wrong` is the wrong one, in `order`. */
@@ -216,10 +208,7 @@ test('decompress first: Repr-Digest and Unencoded-Digest alone are checked over 
         res.end(coded)
       }
       const server: Server = http2 ? createH2Server(respond) : createH1Server(respond)
-      server.listen(0, '127.0.0.1')
-      await once(server, 'listening')
-      t.teardown(() => new Promise((resolve) => server.close(resolve)))
-      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+      const base = await listenLocal(t, server)
       const wire = emptyWire()
       const dispatcher = dispatcherOf(t, base, http2, 'decompress first', wire)
       for (const kind of KINDS) {
