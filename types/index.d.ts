@@ -101,6 +101,13 @@ declare namespace fastifyDigestFields {
     liveTypes?: readonly string[]
     /** Answer 406 to a GET/HEAD whose Repr-Digest does not match. Default `true`. */
     conditional?: boolean
+    /**
+     * Add `no-transform` to `Cache-Control` (kept with the directives the
+     * route set) on responses that carry a digest field, so that an
+     * intermediary that honours it does not compress or otherwise change
+     * the content the fields describe (RFC 9110 §7.7). Default `true`.
+     */
+    noTransform?: boolean
     /** Also verify the RFC 3230 `Digest` request header. Default `false`. */
     legacyDigest?: boolean
     /**
@@ -166,7 +173,7 @@ declare namespace fastifyDigestFields {
   /** The options a route may override through its `digest` route option. */
   export type RouteDigestOptions = Pick<
     FastifyDigestFieldsOptions,
-    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'trailers' | 'legacyDigest' |
+    'contentDigest' | 'reprDigest' | 'unencodedDigest' | 'verify' | 'maxBufferSize' | 'conditional' | 'noTransform' | 'trailers' | 'legacyDigest' |
     'integritySignature' | 'onDigestFields'
   > & {
     /**

@@ -43,6 +43,7 @@ test('plugin options', () => {
     trailers: false,
     maxBufferSize: 65536,
     conditional: false,
+    noTransform: false,
     legacyDigest: true,
     fileCacheSize: 50,
     fileHashing: 'background',
@@ -96,7 +97,7 @@ test('the digest route option', () => {
   app.get('/a', { digest: { contentDigest: 'sha-512' } }, handler)
   app.get('/b', { digest: false }, handler)
   app.post('/c', { digest: { verify: 'required', maxBufferSize: 1 } }, handler)
-  app.route({ method: 'GET', url: '/d', digest: { reprDigest: true, conditional: false }, handler })
+  app.route({ method: 'GET', url: '/d', digest: { reprDigest: true, conditional: false, noTransform: false }, handler })
   app.route({ method: 'GET', url: '/e', digest: false, handler })
   app.get('/f', { digest: { live: true } }, handler)
   app.get('/g', { digest: { unencodedDigest: 'sha-256' } }, handler)

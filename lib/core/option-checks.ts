@@ -20,6 +20,7 @@ export interface DigestParams {
   /** The route's `live` option, or null to go by `liveTypes`. */
   readonly live: boolean | null
   readonly conditional: boolean
+  readonly noTransform: boolean
   readonly legacyDigest: boolean
   /** fileCacheSize, fileHashing, fileSidecars, integrityKeys: plugin-level only. */
   readonly fileCacheSize: number

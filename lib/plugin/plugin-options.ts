@@ -95,6 +95,7 @@ const pluginOptions: Table<FastifyDigestFieldsOptions, DigestParams> = {
   maxBufferSize: [checkCount('bytes'), 1024 * 1024],
   liveTypes: [checkLiveTypes, new Set(defaultLiveTypes)],
   conditional: [checkBoolean, true],
+  noTransform: [checkBoolean, true],
   legacyDigest: [checkBoolean, false],
   fileCacheSize: [checkCount('files'), 1000],
   fileHashing: [oneOf<'wait' | 'background'>('wait', 'background'), 'wait'],
@@ -108,7 +109,7 @@ const pluginKeys = Object.keys(pluginOptions)
 
 // The `digest` route option: plugin options checked as there, and `live`.
 const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
-  'maxBufferSize', 'conditional', 'trailers', 'legacyDigest', 'onDigestFields', 'live', 'integritySignature']
+  'maxBufferSize', 'conditional', 'noTransform', 'trailers', 'legacyDigest', 'onDigestFields', 'live', 'integritySignature']
 const routeOptions = Object.fromEntries(routeKeys.map((key) => [key, key === 'live' ? [checkBoolean] : pluginOptions[key]]))
 
 // fastify passes its register options to every plugin (fastify docs/Reference/Plugins.md, "Plugin Options"): ignored.

@@ -18,6 +18,11 @@ type Present = (name: string) => string | undefined
 
 export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
+/** Whether `reply` carries a digest field in its header section. */
+export function hasDigestHeaders (reply: FastifyReply): boolean {
+  return DIGEST_FIELDS.some((name) => typeof reply.getHeader(name) === 'string')
+}
+
 /** The digest fields set as headers on `reply`, added to `into`. */
 function headerFields (reply: FastifyReply, into: Fields = {}): Fields {
   for (const name of DIGEST_FIELDS) {
@@ -134,7 +139,7 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
 // header, no call; on failure the digests go and the error is the reply's.
 export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
   const hook = params.onDigestFields
-  if (hook === null || hasDigestTrailers(reply) || !DIGEST_FIELDS.some((name) => typeof reply.getHeader(name) === 'string')) return done(null, payload)
+  if (hook === null || hasDigestTrailers(reply) || !hasDigestHeaders(reply)) return done(null, payload)
   const present: Present = (name) => {
     const value = reply.getHeader(name)
     return typeof value === 'string' ? value : undefined

@@ -14,7 +14,8 @@ import { isNodeStream } from '../../core/digest-stream'
 import { bufferedContent, bytesRepresentation, streamRepresentation, streamedContent, unwrapPayload } from './stages'
 import type { Done, Payload, ResponseContext, ResponseState } from './stages'
 import { addVary, dropTrailers, unencodedDigests, writeFields } from './emit'
-import { fieldsDone } from './field-hook'
+import { fieldsDone, hasDigestHeaders, hasDigestTrailers } from './field-hook'
+import { withNoTransform } from '../../core/cache-control'
 
 /** The request decorator kResponseState: what the representation stage hands the content stage; null when no digest field goes (only Vary). */
 function slot (request: FastifyRequest): { [kResponseState]: ResponseState | null } {
@@ -73,6 +74,16 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
   return true
 }
 
+// The fields are final: `noTransform` marks a response that carries one (RFC 9110 §7.7: an intermediary that honours
+// no-transform leaves the content they describe alone); then onDigestFields.
+function fieldsFinal (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
+  if (params.noTransform && (hasDigestHeaders(reply) || hasDigestTrailers(reply))) {
+    const value = withNoTransform(reply.getHeader('cache-control'))
+    if (value !== null) reply.header('cache-control', value)
+  }
+  fieldsDone(request, reply, payload, done, params)
+}
+
 function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean): void {
   const state = slot(request)[kResponseState]
   if (state === null) {
@@ -83,24 +94,24 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   if (
     !plan.partial && state.reprPayload !== null && reply.getHeader('content-encoding') === state.reprEncoding &&
     usualResponse(reply, payload, plan, usual, signing)
-  ) return fieldsDone(request, reply, payload, done, params)
+  ) return fieldsFinal(request, reply, payload, done, params)
   addVary(reply, signing)
   if (plan.transport === 'declared') {
     // No content: Repr-Digest and Unencoded-Digest only when declared.
     const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
     writeFields(reply, null, serializeSelected(getDeclared(reply)?.repr ?? null, plan.repr, plan.mode.strict), unencoded)
-    return fieldsDone(request, reply, payload, done, params)
+    return fieldsFinal(request, reply, payload, done, params)
   }
   if (!plan.head && isNodeStream(payload)) {
     streamedContent(request, reply, payload, state).then((p) => {
       state.reportOmitted(request, reply)
-      fieldsDone(request, reply, p, done, params)
+      fieldsFinal(request, reply, p, done, params)
     }, done)
     return
   }
   const out = bufferedContent(reply, payload, state)
   state.reportOmitted(request, reply)
-  fieldsDone(request, reply, out, done, params)
+  fieldsFinal(request, reply, out, done, params)
 }
 
 export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
@@ -135,7 +146,7 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     }
     const fields = fieldsFor(request, routeParams, usual)
     if (fields === null) return representationDone(request, reply, payload, done, usual, both)
-    if (both && usualResponse(reply, payload, fields, usual, signing)) return fieldsDone(request, reply, payload, done, routeParams)
+    if (both && usualResponse(reply, payload, fields, usual, signing)) return fieldsFinal(request, reply, payload, done, routeParams)
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
       streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {
