@@ -79,6 +79,7 @@ async function proxy (t: Closeable, upstream: string, http2: boolean, mode: Mode
       res.writeHead(up.statusCode as number, head as Record<string, string>)
       const decoded = mode.gunzip === true ? up.pipe(createGunzip().on('error', (err) => res.destroy(err))) : up
       const content = mode.alter === true ? decoded.pipe(upperCase()) : decoded
+      // Level 1: nginx's default gzip_comp_level (and other bytes than @fastify/compress's, for the recoding case).
       const body = mode.gzip ? content.pipe(createGzip({ level: 1 })) : content
       const chunks: Buffer[] = []
       body.on('data', (chunk: Buffer) => {
