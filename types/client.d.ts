@@ -44,10 +44,20 @@ export interface DigestInterceptorOptions {
   want?: WantOption
   /** The most decoded bytes hashed for a coded response's Unencoded-Digest and default-mode Repr-Digest; default 64 MiB. */
   maxDecodedSize?: number
+  /**
+   * Pass a response that would fail with `FST_DIGEST_RESPONSE_REENCODED`: its Content-Digest (and a
+   * Repr-Digest read over the coded bytes) does not match the coded bytes received, while a
+   * Repr-Digest or Unencoded-Digest matched the decoded content and none mismatched it. Weaker than
+   * a Content-Digest match: only the decoded content is proven, not the coding nor the bytes on the
+   * wire. A function is called with that error (Content-Digest not verified) and the response passes;
+   * what it throws fails the response instead. Default false.
+   */
+  acceptReencoded?: boolean | ((reencoded: DigestClientError) => void)
 }
 
 export type DigestClientErrorCode =
   | 'FST_DIGEST_RESPONSE_MISMATCH'
+  | 'FST_DIGEST_RESPONSE_REENCODED'
   | 'FST_DIGEST_RESPONSE_INVALID_VALUE'
   | 'FST_DIGEST_RESPONSE_INVALID_FIELD'
   | 'FST_DIGEST_RESPONSE_MISSING'
@@ -62,6 +72,8 @@ export interface DigestClientError extends FastifyError {
   field: string
   /** The algorithm at fault, or null when none could be named. */
   algorithm: string | null
+  /** FST_DIGEST_RESPONSE_REENCODED: the fields that matched the decoded content ('Repr-Digest', 'Unencoded-Digest'). */
+  matched?: readonly string[]
 }
 
 /** An interceptor for `dispatcher.compose()`. */

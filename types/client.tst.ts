@@ -34,6 +34,10 @@ test('options', () => {
   expect(digestInterceptor).type.not.toBeCallableWith({ algorithms: ['sha-1'] })
   expect(digestInterceptor).type.not.toBeCallableWith({ want: { body: 'sha-256' } })
   expect(digestInterceptor).type.not.toBeCallableWith({ strict: 'yes' })
+  expect<DigestInterceptorOptions>().type.toBeAssignableFrom({ acceptReencoded: true })
+  expect<DigestInterceptorOptions>().type.toBeAssignableFrom({ acceptReencoded: (err: DigestClientError) => { console.log(err.matched) } })
+  expect(digestInterceptor).type.not.toBeCallableWith({ acceptReencoded: 'yes' })
+  expect(digestInterceptor).type.not.toBeCallableWith({ acceptReencoded: (err: string) => err })
 })
 
 test('digestHeaders', () => {
@@ -91,5 +95,7 @@ test('errors', () => {
   expect<DigestClientError['algorithm']>().type.toBe<string | null>()
   expect(new clientErrors.FST_DIGEST_RESPONSE_MISMATCH().code).type.toBe<'FST_DIGEST_RESPONSE_MISMATCH'>()
   expect(new clientErrors.FST_DIGEST_RESPONSE_UNCHECKED().code).type.toBe<'FST_DIGEST_RESPONSE_UNCHECKED'>()
+  expect(new clientErrors.FST_DIGEST_RESPONSE_REENCODED().code).type.toBe<'FST_DIGEST_RESPONSE_REENCODED'>()
+  expect<DigestClientError['matched']>().type.toBe<readonly string[] | undefined>()
   expect(clientErrors).type.not.toHaveProperty('FST_DIGEST_INVALID_OPTION')
 })

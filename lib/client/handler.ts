@@ -1,7 +1,6 @@
 // The handler of one request (undici's controller API, Dispatcher.DispatchHandler, in 7 and 8):
 // everything passes through to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
-import type { DigestClientError } from '../../types/client'
 import type { ClientParams } from './interceptor'
 import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './response-check'
 
@@ -56,7 +55,7 @@ function trailersOf (controller: Controller, trailers: ResponseHeaders): Respons
 
 export class DigestHandler implements Handler {
   #check: ResponseCheck | null = null
-  #failed: DigestClientError | null = null // why the head failed: nothing more is passed on
+  #failed: Error | null = null // why the head failed: nothing more is passed on
   #shared: SharedController | null = null // the controller above while a side decoder runs
 
   constructor (private readonly handler: Handler, private readonly params: ClientParams, private readonly request: RequestFacts) {}
@@ -88,7 +87,7 @@ export class DigestHandler implements Handler {
     const received = trailersOf(controller, trailers)
     const above = this.#shared ?? controller
     if (this.#check === null) return this.handler.onResponseEnd?.(above, received as never)
-    this.#check.finish(received, (err: DigestClientError | null) => {
+    this.#check.finish(received, (err: Error | null) => {
       if (err === null) return this.handler.onResponseEnd?.(above, received as never)
       // A macrotask later: raised in the tick that ends a body read in one go, the error is missed by fetch(),
       // which hangs (undici 7.30.2 lib/core/request.js:333, 8.13.1 :432).

@@ -54,7 +54,11 @@ const clientOptions: Table<DigestInterceptorOptions, ClientParams> = {
     return reading
   }, 'either'],
   want: [checkWant, []],
-  maxDecodedSize: [checkCount('bytes'), defaultMaxDecodedSize]
+  maxDecodedSize: [checkCount('bytes'), defaultMaxDecodedSize],
+  acceptReencoded: [(value, name, fail) => {
+    if (typeof value === 'boolean' || typeof value === 'function') return value as ClientParams['acceptReencoded']
+    throw fail(name, `expected a boolean or a function, got ${describe(value)}`)
+  }, false]
 }
 
 /** Validate and freeze the options (reprDigest defaults to 'coded' under strict); throws FST_DIGEST_INVALID_OPTION naming the option. */

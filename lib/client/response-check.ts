@@ -73,6 +73,20 @@ function badResult ({ results }: FieldVerification): AlgorithmResult | undefined
 /** A digest field received, and what it is the digest of: the bytes as received ('coded'), decoded, or either. */
 interface Received { field: DigestFieldName, digests: DigestMap, reading: ClientParams['reprDigest'] }
 
+/** A field's verification; whether against the decoded content (not the bytes received); `stale`: a field of the
+ * bytes received that does not match them, but matches the decoded content. */
+interface Checked { verification: FieldVerification, decoded: boolean, stale: boolean }
+
+/** The fields' outcomes: the first at fault; whether every field at fault is stale; whether a field matched the bytes
+ * received; the fields that matched the decoded content; an unchecked field. */
+interface Tally {
+  failure: DigestClientError | null
+  stale: boolean
+  overCoded: boolean
+  overDecoded: DigestFieldName[]
+  notChecked: DigestClientError | null
+}
+
 export class ResponseCheck {
   readonly #received: Received[] = []
   readonly #errors: DigestClientError[] = []
@@ -100,10 +114,12 @@ export class ResponseCheck {
     if (status === 304) return
     // The coded and the decoded bytes, each hashed for the fields not of the other only; for all if trailers may add fields.
     const coded = this.#coding !== null
-    const pick = (other: Received['reading']): DigestAlgorithm[] => params.algorithms.filter((a) => this.#trailerFields ||
-      this.#received.some(({ digests, reading }) => digests.has(a) && reading !== other))
+    const pick = (other: Received['reading'] | null): DigestAlgorithm[] => params.algorithms.filter((a) =>
+      this.#trailerFields || this.#received.some(({ digests, reading }) => digests.has(a) && reading !== other))
     const received = pick('decoded')
-    const decoded = coded && ofRepr ? pick('coded') : []
+    // Decoded content, when hashed at all, is hashed for every algorithm received: a failing field of the bytes
+    // received may match it instead (#reencoded).
+    const decoded = coded && ofRepr && pick('coded').length > 0 ? pick(null) : []
     if (received.length > 0) this.#hasher = new MultiDigester(received)
     if (decoded.length === 0) return
     const stages = createContentDecoders(this.#coding as string, PROFILE)
@@ -140,7 +156,7 @@ export class ResponseCheck {
   destroy (): void { this.#decoder?.destroy() }
 
   /** Calls `done` with the error that must replace the clean end, or null; synchronous unless a side decoder runs. */
-  finish (trailers: ResponseHeaders, done: (err: DigestClientError | null) => void): void {
+  finish (trailers: ResponseHeaders, done: (err: Error | null) => void): void {
     if (this.#trailerFields) this.#read(trailers)
     const coded = this.#hasher?.digest() ?? UNKNOWN
     const decoder = this.#decoder
@@ -150,33 +166,76 @@ export class ResponseCheck {
   }
 
   /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
-  #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): DigestClientError | null {
+  #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): Error | null {
     if (this.status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
-    let verified = false
-    let notChecked: DigestClientError | null = null
+    const tally: Tally = { failure: null, stale: true, overCoded: false, overDecoded: [], notChecked: null }
     for (const received of this.#received) {
-      const verification = this.#verify(received, coded, decoded)
-      const bad = badResult(verification)
-      if (undecoded !== null && bad?.outcome === 'mismatched' && received.reading !== 'coded') {
-        // Not the coded bytes' digest; maybe the decoded ones', unknown here.
-        notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', received.field, bad.algorithm, undecoded)
-        continue
-      }
-      const code = bad?.outcome === 'invalid-length' ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH'
-      if (bad !== undefined) return clientError(code, received.field, bad.algorithm)
-      verified ||= verification.ok
+      this.#count(tally, received, this.#verify(received, coded, decoded), undecoded)
     }
+    const failure = tally.failure === null ? null : this.#reencoded(tally)
+    if (failure !== null) return failure
     const refusal = refusalOf(this.status, this.request, this.#problem, this.#coding)
+    const verified = tally.overCoded || tally.overDecoded.length > 0
     if (refusal !== null || verified || this.params.verify !== 'required' || this.status === 204) return refusal
-    return notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', 'Content-Digest, Repr-Digest or Unencoded-Digest', this.params.algorithms.join(', '))
+    const all = 'Content-Digest, Repr-Digest or Unencoded-Digest'
+    return tally.notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', all, this.params.algorithms.join(', '))
+  }
+
+  /** One field's outcome added to `tally`. */
+  #count (tally: Tally, { field, reading }: Received, checked: Checked, undecoded: string | null): void {
+    const { verification, decoded, stale } = checked
+    const bad = badResult(verification)
+    if (undecoded !== null && bad?.outcome === 'mismatched' && reading !== 'coded') {
+      // Not the coded bytes' digest; maybe the decoded ones', unknown here.
+      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
+    } else if (bad !== undefined) {
+      const invalid = bad.outcome === 'invalid-length'
+      tally.failure ??= clientError(invalid ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH',
+        field, bad.algorithm)
+      tally.stale &&= stale
+    } else if (verification.ok && decoded) {
+      tally.overDecoded.push(field)
+    } else {
+      tally.overCoded ||= verification.ok
+    }
+  }
+
+  // Re-encoded, not altered: every field at fault is one of the bytes received (Content-Digest, RFC 9530 §2;
+  // Repr-Digest read over the coded bytes) that does not match them but matches the decoded content, none matches
+  // those bytes, and a field of the decoded content (Repr-Digest's decoded reading, Unencoded-Digest) matched it,
+  // none mismatched. So the server digested this content in another coding (identity), and the coding was applied
+  // after it: a content coding is a property of the representation (RFC 9110 §8.4) that an intermediary may change
+  // (RFC 9110 §7.7, the "transforming proxies" of RFC 9530 §6.2). A Content-Digest matching neither reading is wrong,
+  // or of coded bytes this client cannot rebuild (codings are not deterministic, RFC 9530 §6.5: a proxy recoding gzip
+  // as br): a mismatch. Without a content coding every field is read over the bytes received (#read): a
+  // Content-Digest failing where a Repr-Digest matches the same bytes is a wrong field, also a mismatch (as after
+  // undici's decompress(), which removes Content-Encoding before this interceptor sees the response).
+  /** A tally's failure: the first, FST_DIGEST_RESPONSE_REENCODED, or null when that is accepted. */
+  #reencoded ({ failure, stale, overCoded, overDecoded }: Tally): Error | null {
+    const first = failure as DigestClientError
+    if (!stale || overCoded || overDecoded.length === 0) return first
+    const err = new clientErrors.FST_DIGEST_RESPONSE_REENCODED(first.field, first.algorithm, overDecoded.join(' and '))
+    const { field, algorithm } = first
+    const reencoded = Object.assign(err, { field, algorithm, matched: overDecoded }) as DigestClientError
+    const accept = this.params.acceptReencoded
+    if (accept === false) return reencoded
+    try {
+      if (accept !== true) accept(reencoded)
+    } catch (thrown) {
+      return thrown as Error
+    }
+    return null
   }
 
   /** One field against the readings it may be of: the second, if any, when the first does not match. */
-  #verify ({ field, digests, reading }: Received, coded: DigestResults, decoded: DigestResults | null): FieldVerification {
+  #verify ({ field, digests, reading }: Received, coded: DigestResults, decoded: DigestResults | null): Checked {
     const enabled = this.params.algorithms
     const verification = verifyDigests(field, digests, reading === 'decoded' ? decoded ?? UNKNOWN : coded, enabled)
-    if (reading !== 'either' || verification.ok || decoded === null) return verification
+    const ofDecoded = (): boolean => decoded !== null && verifyDigests(field, digests, decoded, enabled).ok
+    const stale = reading === 'coded' && !verification.ok && ofDecoded()
+    const first = { verification, decoded: reading === 'decoded', stale }
+    if (reading !== 'either' || verification.ok || decoded === null) return first
     const other = verifyDigests(field, digests, decoded, enabled)
-    return other.ok || badResult(verification) === undefined ? other : verification
+    return other.ok || badResult(verification) === undefined ? { verification: other, decoded: true, stale } : first
   }
 }

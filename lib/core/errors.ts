@@ -32,6 +32,9 @@ const definitions: Definitions<DigestErrorCode | DigestClientErrorCode> = {
   FST_DIGEST_FIELD_HOOK_FAILED: ['The onDigestFields hook failed: %s', 500],
   FST_DIGEST_STALE_REPRESENTATION: ['The request\'s Repr-Digest does not match the current representation, whose digest is in the Repr-Digest field', 406],
   FST_DIGEST_RESPONSE_MISMATCH: ['The response %s field does not match the content for %s', 502],
+  FST_DIGEST_RESPONSE_REENCODED: ['The response %s field (algorithm %s) was not verified: it does not match the ' +
+    'content received, but %s matched the decoded content, so the body was re-encoded after the server computed ' +
+    'its digests (for example by a proxy or CDN that compressed it)', 502],
   FST_DIGEST_RESPONSE_INVALID_VALUE: ['The response %s field carries a %s value that the algorithm cannot produce', 502],
   FST_DIGEST_RESPONSE_INVALID_FIELD: ['Malformed response %s field (algorithm %s): %s', 502],
   FST_DIGEST_RESPONSE_UNCHECKED: ['The response %s field (algorithm %s) could not be checked: %s; verify is \'required\'', 502],

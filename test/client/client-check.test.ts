@@ -16,7 +16,7 @@ import { sf, zstd } from '../helpers'
 const facts = { method: 'GET', trailers: true, digestField: null, digestAlgorithm: null }
 
 function verdict (check: ResponseCheck, trailers: Record<string, string>): Promise<DigestClientError | null> {
-  return new Promise((resolve) => check.finish(trailers, resolve))
+  return new Promise((resolve) => check.finish(trailers, (err) => resolve(err as DigestClientError | null)))
 }
 
 test('a 206 with TE: trailers: the trailer Repr-Digest (of the whole) is not checked', async (t) => {

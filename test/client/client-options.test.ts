@@ -12,7 +12,7 @@ import { sf } from '../helpers'
 
 test('defaults, and valid options', async (t) => {
   t.same(normalizeClientOptions(), {
-    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', want: [], maxDecodedSize: defaultMaxDecodedSize
+    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', want: [], maxDecodedSize: defaultMaxDecodedSize, acceptReencoded: false
   })
   const params = normalizeClientOptions({ algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, want: { content: 'crc32c', repr: ['sha-256', 'crc32c'], unencoded: ['crc32c', 'sha-256'] }, maxDecodedSize: 0 })
   t.same(params, {
@@ -21,7 +21,8 @@ test('defaults, and valid options', async (t) => {
     strict: true,
     reprDigest: 'coded',
     want: [['want-content-digest', 'crc32c=10'], ['want-repr-digest', 'sha-256=10, crc32c=9'], ['want-unencoded-digest', 'crc32c=10, sha-256=9']],
-    maxDecodedSize: 0
+    maxDecodedSize: 0,
+    acceptReencoded: false
   })
   // An algorithm or a list asks for Content-Digest and Repr-Digest, not Unencoded-Digest.
   t.same(normalizeClientOptions({ want: ['sha-512'] }).want, [['want-content-digest', 'sha-512=10'], ['want-repr-digest', 'sha-512=10']])
@@ -29,6 +30,9 @@ test('defaults, and valid options', async (t) => {
   t.same(normalizeClientOptions({ want: {} }), normalizeClientOptions())
   t.equal(normalizeClientOptions({ reprDigest: 'decoded' }).reprDigest, 'decoded')
   t.equal(normalizeClientOptions({ strict: true, reprDigest: 'coded' }).reprDigest, 'coded')
+  t.equal(normalizeClientOptions({ acceptReencoded: true }).acceptReencoded, true)
+  const report = (): void => {}
+  t.equal(normalizeClientOptions({ acceptReencoded: report }).acceptReencoded, report)
   t.ok(Object.isFrozen(params))
   t.equal(typeof digestInterceptor(), 'function')
 })
@@ -39,7 +43,9 @@ test('invalid options are refused once, naming the option', async (t) => {
     [[], /"options": expected an object, got an array/],
     ['x', /"options": expected an object, got "x"/],
     [{ verfiy: 'required' }, /"verfiy": unknown option; did you mean "verify"\?/],
-    [{ zzzzzzzzzz: 1 }, /"zzzzzzzzzz": unknown option \(options: algorithms, verify, strict, reprDigest, want, maxDecodedSize\)/],
+    [{ zzzzzzzzzz: 1 }, /"zzzzzzzzzz": unknown option \(options: algorithms, verify, strict, reprDigest, want, maxDecodedSize, acceptReencoded\)/],
+    [{ acceptReencoded: 'yes' }, /"acceptReencoded": expected a boolean or a function, got "yes"/],
+    [{ acceptReencoded: null }, /"acceptReencoded": expected a boolean or a function, got null/],
     [{ toString: 1 }, /"toString": unknown option/],
     [{ algorithms: [] }, /"algorithms": expected a non-empty array/],
     [{ algorithms: 'sha-256' }, /"algorithms": expected a non-empty array of algorithm keys, got "sha-256"/],

@@ -47,6 +47,7 @@ const integration = [
 const client = [
   'test/client/client-check.test.ts',
   'test/client/client-decompress.test.ts',
+  'test/client/client-reencoded.test.ts',
   'test/client/client-foreign.test.ts',
   'test/client/client-form-data.test.ts',
   'test/client/client-options.test.ts',

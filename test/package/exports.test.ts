@@ -65,5 +65,5 @@ test('fastify-digest-fields/client: require() and ESM named imports, through the
     console.log(JSON.stringify([typeof digestInterceptor, digestHeaders('').constructor.name, typeof digestBody, Object.keys(clientErrors).length]))
   `
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })
-  t.same(JSON.parse(out), ['function', 'Object', 'function', 7])
+  t.same(JSON.parse(out), ['function', 'Object', 'function', 8])
 })
