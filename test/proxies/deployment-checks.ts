@@ -233,11 +233,15 @@ export interface Scenario {
   whole?: Buffer
   /** The decoded content a full response must carry. */
   content?: Buffer
+  /** What the decoded body must hold (a JSON object's members). */
+  json?: Record<string, unknown>
 }
 
 export interface ScenarioContext { etag: string }
 
 const GZIP = { 'accept-encoding': 'gzip' }
+
+export const GZIP_JSON: Exchange = { path: '/json', headers: GZIP }
 
 export const SCENARIOS = {
   json: { exchange: () => ({ path: '/json', headers: GZIP }), content: JSON_BODY },
@@ -263,7 +267,8 @@ export const SCENARIOS = {
       path: '/upload',
       headers: { ...GZIP, 'content-type': 'application/json', 'content-digest': sfDigest(UPLOAD_BODY) },
       body: UPLOAD_BODY
-    })
+    }),
+    json: { verified: true }
   },
   'upload, wrong digest': {
     exchange: () => ({
@@ -271,7 +276,9 @@ export const SCENARIOS = {
       path: '/upload',
       headers: { ...GZIP, 'content-type': 'application/json', 'content-digest': sfDigest(OTHER_BYTES) },
       body: UPLOAD_BODY
-    })
+    }),
+    // Problem details (RFC 9457) of draft-ietf-httpapi-digest-fields-problem-types.
+    json: { type: 'https://iana.org/assignments/http-problem-types#digest-mismatched-values', status: 400 }
   },
   control: { exchange: () => ({ path: '/control', headers: GZIP }), content: JSON_BODY }
 } satisfies Record<string, Scenario>
@@ -316,6 +323,8 @@ export interface ProxyConfig {
   name: string
   /** Whether the app compresses (@fastify/compress). */
   compressInApp: boolean
+  /** Plugin options on top of deploymentApp's. */
+  pluginOptions?: FastifyDigestFieldsOptions
   /** The proxy's configuration text for its place. */
   config: (place: ProxyPlace) => string
   /** Outcome per scenario (`outcome()` syntax), or per protocol where they differ. */
@@ -365,6 +374,7 @@ async function scenarios (t: Test, config: ProxyConfig, protocol: Protocol,
     } else {
       t.same(got, outcome(typeof row === 'string' ? row : (row as { h1: string, h2: string })[protocol]), name)
     }
+    if (scenario.json !== undefined) t.match(JSON.parse(decoded(res).toString('utf8')), scenario.json, `${name}: the body`)
     if (scenario.content !== undefined && res.status === 200) {
       t.ok(decoded(res).equals(scenario.content), `${name}: the decoded content is the app's`)
     }
@@ -390,7 +400,7 @@ async function hopByHop (t: Test, config: ProxyConfig, protocol: Protocol,
  */
 export function proxyConfigTests (t: Test, kind: ProxyKind, config: ProxyConfig): void {
   t.test(config.name, async (t) => {
-    const { port } = await deploymentApp(t, config.compressInApp)
+    const { port } = await deploymentApp(t, config.compressInApp, config.pluginOptions)
     const proxy = await startProxy(t, kind, port, config.config)
     const client = new RawClient(proxy.origin, h2origin(proxy))
     t.teardown(() => client.close())

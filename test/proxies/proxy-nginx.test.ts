@@ -7,7 +7,7 @@
 // the verdict of deployment-checks.ts's checker over the bytes received.
 import t from 'tap'
 import { nginxPreamble, nginxTempPaths, proxySkip, type ProxyPlace } from './proxy-harness'
-import { proxyConfigTests } from './deployment-checks'
+import { GZIP_JSON, fieldValue, proxyConfigTests, verdict } from './deployment-checks'
 
 function nginx (place: ProxyPlace, gzip: string): string {
   return `${nginxPreamble(place.dir)}
@@ -69,6 +69,25 @@ t.test('nginx', { skip: proxySkip('nginx') }, async (t) => {
     te: null,
     appTrailer: 'announced only',
     varyAcceptEncoding: false
+  })
+  // Strict mode: Repr-Digest covers the coded representation, which is the
+  // identity bytes the app sent; nginx's gzip makes it as wrong as Content-Digest
+  // (the table's Repr-Digest column reads it in the default mode: over the decoded bytes).
+  proxyConfigTests(t, 'nginx', {
+    name: 'gzip at the proxy, strict mode',
+    compressInApp: false,
+    pluginOptions: { strict: true },
+    config: (p) => nginx(p, 'gzip on; gzip_proxied any; gzip_types application/json;'),
+    table: GZIP_AT_NGINX,
+    te: null,
+    appTrailer: 'announced only',
+    varyAcceptEncoding: false,
+    also: async (t, send) => {
+      const res = await send(GZIP_JSON)
+      t.equal(res.headers['content-encoding'], 'gzip')
+      t.equal(fieldValue(res, 'repr-digest'), fieldValue(res, 'content-digest'))
+      t.equal(verdict(fieldValue(res, 'repr-digest'), res.body), 'wrong', 'strict Repr-Digest over the coded bytes received')
+    }
   })
   // The recommended configuration: the app compresses (@fastify/compress), nginx passes its bytes through.
   proxyConfigTests(t, 'nginx', {

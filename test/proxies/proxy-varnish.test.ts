@@ -38,7 +38,10 @@ t.test('varnish', { skip: proxySkip('varnish') }, async (t) => {
   // A HEAD, a range and a 304 are answered from the cached 200, with its
   // Content-Digest: the whole body's (wrong for the empty content of HEAD and
   // 304, and for the part of a 206); Repr-Digest and Unencoded-Digest right.
-  // Varnish drops TE and the app's trailers.
+  // Varnish drops TE and the app's trailers; a response with trailers that it
+  // fetches into the cache reaches an HTTP/1.1 client without its last chunk
+  // (cut off), an HTTP/2 client whole or cut off, depending on timing; passed
+  // (recommended VCL, no gzip asked), HTTP/1.1 too may get it whole.
   proxyConfigTests(t, 'varnish', {
     name: 'default VCL',
     compressInApp: false,
@@ -145,7 +148,7 @@ t.test('varnish', { skip: proxySkip('varnish') }, async (t) => {
       control: '200 gzip | wrong wrong wrong'
     },
     te: null,
-    appTrailer: { h1: 'cut off', h2: ['absent', 'cut off'] },
+    appTrailer: { h1: ['cut off', 'absent'], h2: ['absent', 'cut off'] },
     varyAcceptEncoding: true
   })
 })
