@@ -77,8 +77,10 @@ export async function deploymentApp (t: Test, compressInApp: boolean,
   app.get('/nt/stream', (request, reply) => {
     reply.type('application/json').header('cache-control', 'no-transform').send(stream())
   })
-  // What reached the app of the client's TE and Via fields.
-  app.get('/te', { digest: false }, async (request) => ({ te: request.headers.te ?? null }))
+  // What reached the app of the client's TE and Accept-Encoding fields.
+  app.get('/te', { digest: false }, async (request) => ({
+    te: request.headers.te ?? null, acceptEncoding: request.headers['accept-encoding'] ?? null
+  }))
   // Trailers sent whatever the request's TE said (fastify's reply.trailer), the plugin off:
   // does the proxy pass trailers from the app at all?
   app.get('/app-trailer', { digest: false }, (request, reply) => {
@@ -242,6 +244,13 @@ export interface ScenarioContext { etag: string }
 const GZIP = { 'accept-encoding': 'gzip' }
 
 export const GZIP_JSON: Exchange = { path: '/json', headers: GZIP }
+
+/** The Accept-Encoding the app received for a request without one (`query` keeps a cache from answering). */
+export async function upstreamAcceptEncoding (send: (exchange: Exchange) => Promise<Received>,
+  query: string): Promise<string | null> {
+  const res = await send({ path: `/te?${query}` })
+  return (JSON.parse(res.body.toString('utf8')) as { acceptEncoding: string | null }).acceptEncoding
+}
 
 export const SCENARIOS = {
   json: { exchange: () => ({ path: '/json', headers: GZIP }), content: JSON_BODY },

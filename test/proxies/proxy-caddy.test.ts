@@ -7,7 +7,7 @@
 // the bytes received.
 import t from 'tap'
 import { proxySkip, type ProxyPlace } from './proxy-harness'
-import { proxyConfigTests } from './deployment-checks'
+import { proxyConfigTests, upstreamAcceptEncoding } from './deployment-checks'
 
 function caddy (place: ProxyPlace, site: string, reverseProxy: string): string {
   return `{
@@ -77,7 +77,10 @@ t.test('caddy', { skip: proxySkip('caddy') }, async (t) => {
     table: { ...GZIP_IN_APP, 'json without gzip': '200 identity | wrong right right' },
     te: 'trailers',
     appTrailer: 'trailer',
-    varyAcceptEncoding: true
+    varyAcceptEncoding: true,
+    also: async (t, send) => {
+      t.equal(await upstreamAcceptEncoding(send, 'caddy'), 'gzip', 'the transport asks for gzip')
+    }
   })
   // The recommended configuration.
   proxyConfigTests(t, 'caddy', {
@@ -87,6 +90,9 @@ t.test('caddy', { skip: proxySkip('caddy') }, async (t) => {
     table: GZIP_IN_APP,
     te: 'trailers',
     appTrailer: 'trailer',
-    varyAcceptEncoding: true
+    varyAcceptEncoding: true,
+    also: async (t, send) => {
+      t.equal(await upstreamAcceptEncoding(send, 'caddy'), null, 'the transport passes the client\'s (none)')
+    }
   })
 })

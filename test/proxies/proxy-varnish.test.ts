@@ -6,7 +6,7 @@
 // deployment-checks.ts's checker over the bytes received.
 import t from 'tap'
 import { proxySkip, type ProxyPlace } from './proxy-harness'
-import { FILE_BODY, JSON_BODY, RANGE, fieldValue, proxyConfigTests, sfDigest } from './deployment-checks'
+import { FILE_BODY, JSON_BODY, RANGE, fieldValue, proxyConfigTests, sfDigest, upstreamAcceptEncoding } from './deployment-checks'
 
 function varnish (place: ProxyPlace, vcl: string): string {
   return `vcl 4.1;
@@ -65,6 +65,7 @@ t.test('varnish', { skip: proxySkip('varnish') }, async (t) => {
     appTrailer: { h1: 'cut off', h2: ['absent', 'cut off'] },
     varyAcceptEncoding: false,
     also: async (t, send) => {
+      t.equal(await upstreamAcceptEncoding(send, 'varnish'), 'gzip', 'Varnish asks the app for gzip')
       const head = await send({ method: 'HEAD', path: '/json' })
       t.equal(fieldValue(head, 'content-digest'), sfDigest(JSON_BODY), 'HEAD: the cached 200\'s Content-Digest')
       const range = await send({ path: '/files/data.json', headers: { range: `bytes=${RANGE.first}-${RANGE.last}` } })
