@@ -66,12 +66,10 @@ export async function deploymentApp (t: Test, compressInApp: boolean,
   if (compressInApp) await app.register(compress, { encodings: ['gzip'] })
   await app.register(digestFields, { contentDigest: true, reprDigest: true, unencodedDigest: true, ...extra })
   await app.register(fastifyStatic, { root: dir, prefix: '/files/', setHeaders: digestFields.staticHeaders })
-  const json = async (): Promise<Buffer> => JSON_BODY
   const stream = (): Readable => Readable.from([STREAM_BODY.subarray(0, 700), STREAM_BODY.subarray(700)])
   app.get('/json', (request, reply) => { reply.type('application/json').send(JSON_BODY) })
-  app.get('/nt/json', async (request, reply) => {
-    reply.type('application/json').header('cache-control', 'no-transform')
-    return await json()
+  app.get('/nt/json', (request, reply) => {
+    reply.type('application/json').header('cache-control', 'no-transform').send(JSON_BODY)
   })
   app.get('/stream', (request, reply) => { reply.type('application/json').send(stream()) })
   app.get('/nt/stream', (request, reply) => {
