@@ -7,7 +7,7 @@
 // the verdict of deployment-checks.ts's checker over the bytes received.
 import t from 'tap'
 import { nginxPreamble, nginxTempPaths, proxySkip, type ProxyPlace } from './proxy-harness'
-import { GZIP_JSON, fieldValue, proxyConfigTests, verdict } from './deployment-checks'
+import { GZIP_JSON, checkFields, fieldValue, proxyConfigTests, verdict } from './deployment-checks'
 
 function nginx (place: ProxyPlace, gzip: string): string {
   return `${nginxPreamble(place.dir)}
@@ -68,7 +68,13 @@ t.test('nginx', { skip: proxySkip('nginx') }, async (t) => {
     table: GZIP_AT_NGINX,
     te: null,
     appTrailer: 'announced only',
-    varyAcceptEncoding: false
+    varyAcceptEncoding: false,
+    also: async (t, send) => {
+      // gzip_proxied governs requests that came through another proxy (a Via field) only.
+      const res = await send({ ...GZIP_JSON, headers: { ...GZIP_JSON.headers, via: '1.1 edge' } })
+      t.equal(res.headers['content-encoding'], undefined, 'a request with Via is not compressed')
+      t.same(checkFields(res), { 'content-digest': 'right', 'repr-digest': 'right', 'unencoded-digest': 'right' })
+    }
   })
   // Strict mode: Repr-Digest covers the coded representation, which is the
   // identity bytes the app sent; nginx's gzip makes it as wrong as Content-Digest
