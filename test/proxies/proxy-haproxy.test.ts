@@ -1,0 +1,79 @@
+// HAProxy 2.6 (Debian) in front of the app: compression at the proxy
+// (`compression algo gzip`), and compression in the app with HAProxy not
+// compressing. HTTP/1.1 on one port, cleartext HTTP/2 on a second
+// (`bind … proto h2`). Every outcome is the verdict of deployment-checks.ts's
+// checker over the bytes received.
+import t from 'tap'
+import { proxySkip, type ProxyPlace } from './proxy-harness'
+import { proxyConfigTests } from './deployment-checks'
+
+function haproxy (place: ProxyPlace, frontend: string): string {
+  return `global
+  maxconn 64
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 10s
+  timeout server 10s
+frontend f
+  bind 127.0.0.1:${place.port}
+  bind 127.0.0.1:${place.h2port} proto h2
+  ${frontend}
+  default_backend b
+backend b
+  server s1 127.0.0.1:${place.upstream}
+`
+}
+
+t.test('haproxy', { skip: proxySkip('haproxy') }, async (t) => {
+  // HAProxy compresses identity responses (Content-Digest wrong, in headers
+  // or trailers) except those with `Cache-Control: no-transform`; it forwards
+  // `TE: trailers` and the app's trailers.
+  proxyConfigTests(t, 'haproxy', {
+    name: 'compression at the proxy',
+    compressInApp: false,
+    config: (p) => haproxy(p, 'compression algo gzip\n  compression type application/json'),
+    table: {
+      json: '200 gzip | wrong right right',
+      'json without gzip': '200 identity | right right right',
+      'json no-transform': '200 identity | right right right',
+      stream: '200 gzip | wrong right right | trailers: content-digest repr-digest unencoded-digest',
+      'stream no-transform': '200 identity | right right right | trailers: content-digest repr-digest unencoded-digest',
+      file: '200 gzip | wrong right right',
+      head: '200 identity | right right right',
+      'head file': '200 identity | right right right',
+      range: '206 identity | right right right',
+      'not modified': '304 identity | absent absent absent',
+      upload: '201 gzip | wrong right right',
+      'upload, wrong digest': '400 identity | right right right',
+      control: '200 gzip | wrong wrong wrong'
+    },
+    te: 'trailers',
+    appTrailer: 'trailer',
+    varyAcceptEncoding: true
+  })
+  // The recommended configuration: the app compresses, HAProxy passes its bytes through.
+  proxyConfigTests(t, 'haproxy', {
+    name: 'gzip in the app',
+    compressInApp: true,
+    config: (p) => haproxy(p, ''),
+    table: {
+      json: '200 gzip | right right right',
+      'json without gzip': '200 identity | right right right',
+      'json no-transform': '200 gzip | right right right',
+      stream: '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest',
+      'stream no-transform': '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest',
+      file: '200 gzip | right right right',
+      head: '200 identity | right right right',
+      'head file': '200 gzip | right right right',
+      range: '206 identity | right right right',
+      'not modified': '304 gzip | absent absent absent',
+      upload: '201 identity | right right right',
+      'upload, wrong digest': '400 identity | right right right',
+      control: '200 gzip | wrong wrong wrong'
+    },
+    te: 'trailers',
+    appTrailer: 'trailer',
+    varyAcceptEncoding: true
+  })
+})
