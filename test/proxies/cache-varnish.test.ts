@@ -1,0 +1,77 @@
+// Varnish (7.1, HTTP/1.1 and h2c on one port) in front of the plugin: the Want-* fields in Vary keep one
+// client's digests from another, the 406 of a stale Repr-Digest is never stored (with the builtin VCL,
+// and with a VCL giving every response a TTL), HEAD shares the GET's object. Controls: a VCL that drops
+// Vary, or stores whatever the app says, is caught by the same checks.
+import t from 'tap'
+import { proxySkip, startProxy, type ProxyPlace } from './proxy-harness'
+import {
+  JSON_BODY, PATHS, STALE, askInTurn, digestProblems, eachItsOwn, h1, h2c, headAfterGet, staleThenPlain, startOrigin,
+  type Client, type Received, type Via
+} from './cache-checks'
+
+/** The builtin VCL (Varnish's defaults: the URL as key, Vary and Cache-Control honoured), after `backendResponse`. */
+function vcl (backendResponse = ''): (place: ProxyPlace) => string {
+  return (p) => `vcl 4.1;
+backend default { .host = "127.0.0.1"; .port = "${p.upstream}"; }
+sub vcl_backend_response { ${backendResponse} }
+`
+}
+
+/** A hit carries two X-Varnish ids, this request's and the one that stored the object (and an Age). */
+const hit = (res: Received): boolean => (res.headers['x-varnish'] ?? '').split(' ').length === 2 && res.headers.age !== undefined
+
+const CLIENTS: Array<[string, Client]> = [['HTTP/1.1', h1], ['h2c', h2c]]
+
+// "Every response cached for a minute": a common VCL; the builtin vcl_backend_response still runs after it.
+const CONFIGS: Array<[string, string]> = [['builtin VCL', ''], ['beresp.ttl = 60s for every response', 'set beresp.ttl = 60s;']]
+
+for (const [label, backendResponse] of CONFIGS) {
+  t.test(`Varnish, ${label}`, { skip: proxySkip('varnish') }, async (t) => {
+    const origin = await startOrigin(t)
+    const proxy = await startProxy(t, 'varnish', origin.port, vcl(backendResponse))
+    for (const [name, client] of CLIENTS) {
+      const via: Via = { origin, base: proxy.origin, client, hit }
+      t.test(`${name}: each client gets the algorithm it asked for`, async (t) => {
+        for (const [path, bytes] of PATHS) {
+          for (const want of ['want-content-digest', 'want-repr-digest'] as const) await eachItsOwn(t, via, `${path}?a=${name}-${want}`, want, bytes)
+        }
+      })
+      t.test(`${name}: unsolicited Content-Digest (contentDigest: true) and an asked-for one are two variants`, async (t) => {
+        const url = `/unsolicited?a=${name}`
+        const got = [await client(proxy.origin, url), await client(proxy.origin, url, { 'want-content-digest': 'sha-512=1' }),
+          await client(proxy.origin, url), await client(proxy.origin, url, { 'want-content-digest': 'sha-512=1' })]
+        got.forEach((res, i) => {
+          t.same(digestProblems(res, 'content-digest', i % 2 === 0 ? 'sha-256' : 'sha-512', JSON_BODY), [], `(${i + 1})`)
+          t.equal(hit(res), i >= 2, `(${i + 1}) ${i >= 2 ? 'from the cache' : 'from the app'}`)
+        })
+      })
+      t.test(`${name}: the 406 is never stored`, async (t) => {
+        for (const [path, bytes] of PATHS) await staleThenPlain(t, via, `${path}?b=${name}`, bytes)
+      })
+      t.test(`${name}: HEAD after GET`, async (t) => {
+        for (const [path, bytes] of PATHS) await headAfterGet(t, via, path, bytes, name)
+      })
+    }
+  })
+}
+
+// Controls: the same checks catch a cache that keys by URL alone, and one that stores what the app said not to.
+t.test('Varnish controls', { skip: proxySkip('varnish') }, async (t) => {
+  const origin = await startOrigin(t)
+  t.test('unset beresp.http.Vary: the sha-512 client gets the stored sha-256 digest', async (t) => {
+    const proxy = await startProxy(t, 'varnish', origin.port, vcl('unset beresp.http.Vary;'))
+    const via: Via = { origin, base: proxy.origin, client: h1, hit }
+    const got = await askInTurn(via, '/json?control=vary', 'want-content-digest', JSON_BODY)
+    t.same(got.map(({ problems }) => problems), [[], ['content-digest in sha-256 instead of sha-512'], [], ['content-digest in sha-256 instead of sha-512']],
+      'the checker reports the other client\'s algorithm')
+    t.same(got.map(({ res }) => hit(res)), [false, true, true, true], 'served from the cache')
+  })
+  t.test('beresp.ttl = 60s and return (deliver), past the builtin VCL: the 406 is served to a plain GET', async (t) => {
+    const proxy = await startProxy(t, 'varnish', origin.port, vcl('set beresp.ttl = 60s; return (deliver);'))
+    const refused = await h1(proxy.origin, '/json?control=406', { 'repr-digest': STALE })
+    t.equal(refused.status, 406)
+    const plain = await h1(proxy.origin, '/json?control=406')
+    t.equal(plain.status, 406, 'the stored 406 answers a request without Repr-Digest')
+    t.ok(hit(plain), 'from the cache')
+  })
+})
