@@ -85,7 +85,7 @@ export const NOT_THE_406S = ['content-encoding', 'content-range', 'content-langu
 // answer every request for the target. Not heuristically cacheable (RFC 9110 §15.1), it is stored only with the
 // replaced response's explicit freshness (RFC 9111 §3): `no-store` (§5.2.2.5) replaces its Cache-Control, and the
 // freshness of Expires (§5.3) and of the fields caches read before Cache-Control goes with it: CDN-Cache-Control
-// (RFC 9213 §2.1), Surrogate-Control (Varnish's builtin.vcl vcl_backend_response, Edge Architecture 1.0).
+// (RFC 9213 §2.2) and Surrogate-Control (W3C Edge Architecture 1.0; Varnish's builtin.vcl vcl_backend_response).
 const NOT_STORED = 'no-store'
 const FRESHNESS_OF_THE_REPLACED = ['expires', 'cdn-cache-control', 'surrogate-control']
 export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
