@@ -198,6 +198,13 @@ export async function staleThenPlain (t: Test, via: Via, url: string, bytes: str
   t.equal(again.status, 200, `${url}: a stale Repr-Digest now gets the stored 200 (Repr-Digest is not in Vary)`)
   t.equal(again.body.toString(), bytes, `${url}: the current representation`)
   t.ok(via.hit(again), `${url}: from the cache`)
+  // With Want-Repr-Digest, the stored 200 of that variant tells the client the current digest.
+  const want = { 'want-repr-digest': 'sha-256=1' }
+  t.notOk(via.hit(await via.client(via.base, url, want)), `${url}: the Want-Repr-Digest variant fetched`)
+  const told = await via.client(via.base, url, { ...want, 'repr-digest': STALE })
+  t.equal(told.status, 200, `${url}: a stale Repr-Digest with Want-Repr-Digest`)
+  t.ok(via.hit(told), `${url}: from the cache`)
+  t.same(digestProblems(told, 'repr-digest', 'sha-256', bytes), [], `${url}: the stored 200 names the current representation`)
 }
 
 const WANT_BOTH = { 'want-content-digest': 'sha-256=1', 'want-repr-digest': 'sha-256=1' }
