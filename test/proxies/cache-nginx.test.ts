@@ -2,6 +2,8 @@
 // client's digests from another, the 406 of a stale Repr-Digest is never stored, HEAD shares the GET's
 // entry. Controls: a cache that ignores Vary, or the 406's Cache-Control, is caught by the same checks.
 import t from 'tap'
+import { Agent, request } from 'undici'
+import { digestInterceptor } from '../../lib/client/index'
 import { nginxPreamble, nginxTempPaths, proxySkip, startProxy, type ProxyPlace, type RunningProxy } from './proxy-harness'
 import {
   JSON_BODY, PATHS, digestProblems, STALE, askInTurn, eachItsOwn, h1, h2c, headAfterGet, staleThenPlain, startOrigin,
@@ -82,5 +84,33 @@ t.test('nginx controls', { skip: proxySkip('nginx') }, async (t) => {
     const plain = await h1(proxy.origin, '/json?control=406')
     t.equal(plain.status, 406, 'the stored 406 answers a request without Repr-Digest')
     t.ok(hit(plain), 'from the cache')
+  })
+  t.test('proxy_ignore_headers Vary with the Want-* fields in proxy_cache_key: each client its own again', async (t) => {
+    const key = '"$scheme$proxy_host$request_uri|$http_want_content_digest|$http_want_repr_digest|$http_want_unencoded_digest"'
+    const proxy = await startProxy(t, 'nginx', origin.port, config(`proxy_ignore_headers Vary; proxy_cache_key ${key};`))
+    const via: Via = { origin, base: proxy.origin, client: h1, hit }
+    const got = await askInTurn(via, '/json?control=key', 'want-content-digest', JSON_BODY)
+    t.same(got.map(({ problems }) => problems), [[], [], [], []], 'the algorithm asked for, valid for the bytes')
+    t.same(got.map(({ res }) => hit(res)), [false, false, true, true], 'the repeats from the cache')
+  })
+  t.test('proxy_no_cache and proxy_cache_bypass on Repr-Digest: the 406 stays out though Cache-Control is ignored', async (t) => {
+    const proxy = await startProxy(t, 'nginx', origin.port, config('proxy_ignore_headers Cache-Control Expires; proxy_cache_valid any 1m; ' +
+      'proxy_no_cache $http_repr_digest; proxy_cache_bypass $http_repr_digest;'))
+    const stale = { 'repr-digest': STALE }
+    const got = [await h1(proxy.origin, '/json?control=bypass', stale), await h1(proxy.origin, '/json?control=bypass'),
+      await h1(proxy.origin, '/json?control=bypass'), await h1(proxy.origin, '/json?control=bypass', stale)]
+    t.same(got.map((res) => res.status), [406, 200, 200, 406], 'each stale Repr-Digest gets the app\'s 406, the others the 200')
+    t.same(got.map((res) => res.headers['x-cache']), ['BYPASS', 'MISS', 'HIT', 'BYPASS'], 'the 200 stored, the conditional requests never answered by the cache')
+  })
+  // RFC 9110 §9.3.2: a HEAD may carry the GET's fields; the cache answers it with the stored GET's Content-Digest.
+  t.test('fastify-digest-fields/client and a HEAD answered from a stored GET', async (t) => {
+    const proxy = await startProxy(t, 'nginx', origin.port, config())
+    const dispatcher = new Agent().compose(digestInterceptor({ want: 'sha-256' }))
+    t.teardown(() => dispatcher.close())
+    const get = await request(`${proxy.origin}/json?control=head-client`, { dispatcher })
+    t.equal(await get.body.text(), JSON_BODY, 'the GET is checked and passes')
+    const head = request(`${proxy.origin}/json?control=head-client`, { method: 'HEAD', dispatcher }).then(async (res) => await res.body.text())
+    await t.rejects(head, { code: 'FST_DIGEST_RESPONSE_MISMATCH' },
+      'the HEAD fails: the client checks its Content-Digest against empty content (when this passes, update the Shared caches docs)')
   })
 })

@@ -10,10 +10,11 @@ import {
 } from './cache-checks'
 
 /** The builtin VCL (Varnish's defaults: the URL as key, Vary and Cache-Control honoured), after `backendResponse`. */
-function vcl (backendResponse = ''): (place: ProxyPlace) => string {
+function vcl (backendResponse = '', subs = ''): (place: ProxyPlace) => string {
   return (p) => `vcl 4.1;
 backend default { .host = "127.0.0.1"; .port = "${p.upstream}"; }
 sub vcl_backend_response { ${backendResponse} }
+${subs}
 `
 }
 
@@ -73,5 +74,22 @@ t.test('Varnish controls', { skip: proxySkip('varnish') }, async (t) => {
     const plain = await h1(proxy.origin, '/json?control=406')
     t.equal(plain.status, 406, 'the stored 406 answers a request without Repr-Digest')
     t.ok(hit(plain), 'from the cache')
+  })
+  t.test('unset beresp.http.Vary with the Want-* fields in vcl_hash: each client its own again', async (t) => {
+    const hash = 'sub vcl_hash { hash_data(req.http.Want-Content-Digest); hash_data(req.http.Want-Repr-Digest); hash_data(req.http.Want-Unencoded-Digest); }'
+    const proxy = await startProxy(t, 'varnish', origin.port, vcl('unset beresp.http.Vary;', hash))
+    const via: Via = { origin, base: proxy.origin, client: h1, hit }
+    const got = await askInTurn(via, '/json?control=hash', 'want-content-digest', JSON_BODY)
+    t.same(got.map(({ problems }) => problems), [[], [], [], []], 'the algorithm asked for, valid for the bytes')
+    t.same(got.map(({ res }) => hit(res)), [false, false, true, true], 'the repeats from the cache')
+  })
+  t.test('return (pass) for a request with Repr-Digest: the 406 stays out though the VCL stores everything', async (t) => {
+    const pass = 'sub vcl_recv { if (req.http.Repr-Digest) { return (pass); } }'
+    const proxy = await startProxy(t, 'varnish', origin.port, vcl('set beresp.ttl = 60s; return (deliver);', pass))
+    const stale = { 'repr-digest': STALE }
+    const got = [await h1(proxy.origin, '/json?control=pass', stale), await h1(proxy.origin, '/json?control=pass'),
+      await h1(proxy.origin, '/json?control=pass'), await h1(proxy.origin, '/json?control=pass', stale)]
+    t.same(got.map((res) => res.status), [406, 200, 200, 406], 'each stale Repr-Digest gets the app\'s 406, the others the 200')
+    t.same(got.map(hit), [false, false, true, false], 'the 200 stored, the conditional requests never answered by the cache')
   })
 })
