@@ -33,8 +33,8 @@ export interface Origin {
 
 /**
  * A listening Fastify app with the plugin (default options, so `conditional` is on): `/json` (JSON,
- * `Cache-Control: public, max-age=60`), `/unsolicited` (the same with `contentDigest: true`) and
- * `/files/f.json` (@fastify/static, `maxAge` 60 s). Any query string reaches the same route: each
+ * `Cache-Control: public, max-age=60`), `/unsolicited` (the same with `contentDigest: true`),
+ * `/files/f.json` (@fastify/static, `maxAge` 60 s) and `/own-406` (a 406 with that Cache-Control). Any query string reaches the same route: each
  * case asks for its own URL, so it starts with nothing stored.
  */
 export async function startOrigin (t: Closeable): Promise<Origin> {
@@ -52,6 +52,9 @@ export async function startOrigin (t: Closeable): Promise<Origin> {
   app.get('/json', async (_req, reply) => reply.type('application/json').header('cache-control', CACHEABLE).send(JSON_BODY))
   app.get('/unsolicited', { digest: { contentDigest: true } }, async (_req, reply) =>
     reply.type('application/json').header('cache-control', CACHEABLE).send(JSON_BODY))
+  // A 406 of the route's own with explicit freshness, as the plugin's carried the route's Cache-Control: what a cache does with it.
+  app.get('/own-406', async (_req, reply) =>
+    reply.code(406).type('application/json').header('cache-control', CACHEABLE).send(JSON_BODY))
   await app.listen({ port: 0, host: '127.0.0.1' })
   const methods = (url: string): string[] => seen.filter(([, u]) => u === url).map(([m]) => m)
   return { port: (app.server.address() as AddressInfo).port, hits: (url) => methods(url).length, methods }

@@ -77,6 +77,11 @@ t.test('nginx controls', { skip: proxySkip('nginx') }, async (t) => {
       'the checker reports the other client\'s algorithm')
     t.same(got.map(({ res }) => hit(res)), [false, true, true, true], 'served from the cache')
   })
+  t.test('a 406 with the route\'s public, max-age=60 is stored and served again', async (t) => {
+    const proxy = await startProxy(t, 'nginx', origin.port, config())
+    const got = [await h1(proxy.origin, '/own-406'), await h1(proxy.origin, '/own-406')]
+    t.same(got.map((res) => [res.status, hit(res)]), [[406, false], [406, true]], 'nginx honours the explicit freshness of a 406')
+  })
   t.test('proxy_ignore_headers Cache-Control with proxy_cache_valid any: the 406 is served to a plain GET', async (t) => {
     const proxy = await startProxy(t, 'nginx', origin.port, config('proxy_ignore_headers Cache-Control Expires; proxy_cache_valid any 1m;'))
     const refused = await h1(proxy.origin, '/json?control=406', { 'repr-digest': STALE })

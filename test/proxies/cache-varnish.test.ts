@@ -67,6 +67,13 @@ t.test('Varnish controls', { skip: proxySkip('varnish') }, async (t) => {
       'the checker reports the other client\'s algorithm')
     t.same(got.map(({ res }) => hit(res)), [false, true, true, true], 'served from the cache')
   })
+  t.test('a 406 with the route\'s public, max-age=60: not stored by the builtin VCL, stored with beresp.ttl = 60s', async (t) => {
+    for (const [backendResponse, stored] of [['', false], ['set beresp.ttl = 60s;', true]] as const) {
+      const proxy = await startProxy(t, 'varnish', origin.port, vcl(backendResponse))
+      const got = [await h1(proxy.origin, '/own-406'), await h1(proxy.origin, '/own-406')]
+      t.same(got.map((res) => [res.status, hit(res)]), [[406, false], [406, stored]], `${backendResponse === '' ? 'builtin VCL' : backendResponse}`)
+    }
+  })
   t.test('beresp.ttl = 60s and return (deliver), past the builtin VCL: the 406 is served to a plain GET', async (t) => {
     const proxy = await startProxy(t, 'varnish', origin.port, vcl('set beresp.ttl = 60s; return (deliver);'))
     const refused = await h1(proxy.origin, '/json?control=406', { 'repr-digest': STALE })
