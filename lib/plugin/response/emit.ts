@@ -81,13 +81,21 @@ export function reprOf (reply: FastifyReply, state: ResponseState, content: Dige
 // and Content-Language, §8.7, §8.5; Content-Disposition, RFC 6266 §4).
 export const NOT_THE_406S = ['content-encoding', 'content-range', 'content-language', 'content-location',
   'content-disposition', 'etag', 'last-modified', ...DIGEST_FIELDS]
+// A 406 answers the request's Repr-Digest, which no cache keys on (not in Vary, RFC 9111 §4.1): stored, it would
+// answer every request for the target. Not heuristically cacheable (RFC 9110 §15.1), it is stored only with the
+// replaced response's explicit freshness (RFC 9111 §3): `no-store` (§5.2.2.5) replaces its Cache-Control, and the
+// freshness of Expires (§5.3) and of the fields caches read before Cache-Control goes with it: CDN-Cache-Control
+// (RFC 9213 §2.2) and Surrogate-Control (W3C Edge Architecture 1.0; Varnish's builtin.vcl vcl_backend_response).
+const NOT_STORED = 'no-store'
+const FRESHNESS_OF_THE_REPLACED = ['expires', 'cdn-cache-control', 'surrogate-control']
 export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null
   if (!fails) return null
   const { plan } = state
   reply.code(406)
-  for (const h of NOT_THE_406S) reply.removeHeader(h)
+  for (const h of [...NOT_THE_406S, ...FRESHNESS_OF_THE_REPLACED]) reply.removeHeader(h)
+  reply.header('cache-control', NOT_STORED)
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
   const content = plan.head ? '' : STALE_PROBLEM

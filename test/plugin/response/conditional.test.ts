@@ -55,7 +55,7 @@ test('a 406 keeps no validator or representation metadata of the response it rep
   const app = await buildApp(t)
   await app.register(fastifyStatic, { root: dir, prefix: '/files/', setHeaders: staticHeaders })
   app.get('/items/123', async (_req, reply) => reply.type('application/json').header('etag', '"v1"').header('last-modified', new Date(0).toUTCString())
-    .header('content-location', '/items/123.json').header('content-language', 'en').header('content-disposition', 'attachment; filename="123.json"').header('cache-control', 'max-age=60').send(BODY))
+    .header('content-location', '/items/123.json').header('content-language', 'en').header('content-disposition', 'attachment; filename="123.json"').send(BODY))
   for (const url of ['/items/123', '/files/f.json']) {
     const ok = await app.inject({ url })
     t.type(ok.headers.etag, 'string', `${url}: the 200 has an ETag`)
@@ -68,8 +68,37 @@ test('a 406 keeps no validator or representation metadata of the response it rep
       t.equal(res.headers['repr-digest'], sf(BODY), `${method} ${url}: the current Repr-Digest`)
     }
   }
+})
+
+// RFC 9111 §3, §5.2.2.5: a 406 stored with the route's freshness would answer every request for the URL (a cache
+// keys it by URL and Vary, not by the request's Repr-Digest; test/proxies/cache-*.test.ts measure nginx and Varnish).
+test('a 406 is never stored: Cache-Control: no-store replaces the route\'s, Expires and the targeted fields go', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'stale-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'f.json'), BODY)
+  const app = await buildApp(t)
+  await app.register(fastifyStatic, { root: dir, prefix: '/files/', maxAge: 60_000, setHeaders: staticHeaders })
+  const expires = new Date(Date.now() + 60_000).toUTCString()
+  app.get('/items/123', async (_req, reply) => reply.type('application/json').header('cache-control', 'public, max-age=60').header('expires', expires)
+    .header('cdn-cache-control', 'max-age=600').header('surrogate-control', 'max-age=600').header('x-kept', 'yes').send(BODY))
+  const ok = await app.inject({ url: '/items/123' })
+  t.same([ok.headers['cache-control'], ok.headers.expires, ok.headers['cdn-cache-control'], ok.headers['surrogate-control']],
+    ['public, max-age=60', expires, 'max-age=600', 'max-age=600'], 'the 200 keeps the route\'s freshness')
+  t.equal((await app.inject({ url: '/files/f.json' })).headers['cache-control'], 'public, max-age=60', 'and @fastify/static\'s')
+  for (const url of ['/items/123', '/files/f.json']) {
+    for (const method of ['GET', 'HEAD'] as const) {
+      const res = await app.inject({ method, url, headers: { 'repr-digest': STALE } })
+      t.equal(res.statusCode, 406, `${method} ${url}`)
+      t.equal(res.headers['cache-control'], 'no-store', `${method} ${url}: not to be stored`)
+      t.same([res.headers.expires, res.headers['cdn-cache-control'], res.headers['surrogate-control']], [undefined, undefined, undefined],
+        `${method} ${url}: no freshness of the replaced response`)
+    }
+  }
   const kept = await app.inject({ url: '/items/123', headers: { 'repr-digest': STALE } })
-  t.equal(kept.headers['cache-control'], 'max-age=60', 'what is not about the representation stays')
+  t.equal(kept.headers['x-kept'], 'yes', 'the route\'s other fields stay')
+  const current = await app.inject({ url: '/items/123', headers: { 'repr-digest': sf(BODY) } })
+  t.equal(current.statusCode, 200, 'a current Repr-Digest')
+  t.equal(current.headers['cache-control'], 'public, max-age=60', 'gets the 200 with the route\'s Cache-Control')
 })
 
 test('the 406\'s Content-Digest is that of its problem details (a HEAD: of empty content)', async (t) => {
