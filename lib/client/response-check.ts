@@ -87,6 +87,8 @@ interface Tally {
   notChecked: DigestClientError | null
 }
 
+const HEAD_UNCHECKED = 'a HEAD response may carry the digest of the GET response\'s content, which it does not carry'
+
 export class ResponseCheck {
   readonly #received: Received[] = []
   readonly #errors: DigestClientError[] = []
@@ -188,6 +190,10 @@ export class ResponseCheck {
     if (undecoded !== null && bad?.outcome === 'mismatched' && reading !== 'coded') {
       // Not the coded bytes' digest; maybe the decoded ones', unknown here.
       tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
+    } else if (bad?.outcome === 'mismatched' && this.request.method === 'HEAD') {
+      // Not the empty content's (RFC 9530 B.2); maybe the GET's, whose fields a HEAD may carry (RFC 9110 §9.3.2),
+      // as a cache answering it from a stored GET sends them (RFC 9111 §4).
+      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, HEAD_UNCHECKED)
     } else if (bad !== undefined) {
       const invalid = bad.outcome === 'invalid-length'
       tally.failure ??= clientError(invalid ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH',

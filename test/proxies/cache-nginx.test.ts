@@ -4,6 +4,7 @@
 import t from 'tap'
 import { Agent, request } from 'undici'
 import { digestInterceptor } from '../../lib/client/index'
+import { sf } from '../helpers'
 import { nginxPreamble, nginxTempPaths, proxySkip, startProxy, type ProxyPlace, type RunningProxy } from './proxy-harness'
 import {
   JSON_BODY, PATHS, digestProblems, STALE, askInTurn, eachItsOwn, h1, h2c, headAfterGet, staleThenPlain, startOrigin,
@@ -114,8 +115,12 @@ t.test('nginx controls', { skip: proxySkip('nginx') }, async (t) => {
     t.teardown(() => dispatcher.close())
     const get = await request(`${proxy.origin}/json?control=head-client`, { dispatcher })
     t.equal(await get.body.text(), JSON_BODY, 'the GET is checked and passes')
-    const head = request(`${proxy.origin}/json?control=head-client`, { method: 'HEAD', dispatcher }).then(async (res) => await res.body.text())
-    await t.rejects(head, { code: 'FST_DIGEST_RESPONSE_MISMATCH' },
-      'the HEAD fails: the client checks its Content-Digest against empty content (when this passes, update the Shared caches docs)')
+    const head = await request(`${proxy.origin}/json?control=head-client`, { method: 'HEAD', dispatcher })
+    t.equal(head.headers['content-digest'], sf(JSON_BODY), 'the HEAD carries the stored GET\'s Content-Digest')
+    t.equal(await head.body.text(), '', 'and passes: not the empty content\'s, it is left unchecked')
+    const required = new Agent().compose(digestInterceptor({ want: 'sha-256', verify: 'required' }))
+    t.teardown(() => required.close())
+    const strict = request(`${proxy.origin}/json?control=head-client`, { method: 'HEAD', dispatcher: required }).then(async (res) => await res.body.text())
+    await t.rejects(strict, { code: 'FST_DIGEST_RESPONSE_UNCHECKED' }, 'under verify: \'required\' an unchecked digest is not enough')
   })
 })
