@@ -109,7 +109,8 @@ const pluginKeys = Object.keys(pluginOptions)
 
 // The `digest` route option: plugin options checked as there, and `live`.
 const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
-  'maxBufferSize', 'conditional', 'noTransform', 'trailers', 'legacyDigest', 'onDigestFields', 'live', 'integritySignature']
+  'maxBufferSize', 'conditional', 'noTransform', 'trailers', 'legacyDigest', 'onDigestFields', 'live',
+  'integritySignature']
 const routeOptions = Object.fromEntries(routeKeys.map((key) => [key, key === 'live' ? [checkBoolean] : pluginOptions[key]]))
 
 // fastify passes its register options to every plugin (fastify docs/Reference/Plugins.md, "Plugin Options"): ignored.

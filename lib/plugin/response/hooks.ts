@@ -76,7 +76,9 @@ function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan
 
 // The fields are final: `noTransform` marks a response that carries one (RFC 9110 §7.7: an intermediary that honours
 // no-transform leaves the content they describe alone); then onDigestFields.
-function fieldsFinal (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
+function fieldsFinal (
+  request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams
+): void {
   if (params.noTransform && (hasDigestHeaders(reply) || hasDigestTrailers(reply))) {
     const value = withNoTransform(reply.getHeader('cache-control'))
     if (value !== null) reply.header('cache-control', value)
@@ -146,7 +148,9 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
     }
     const fields = fieldsFor(request, routeParams, usual)
     if (fields === null) return representationDone(request, reply, payload, done, usual, both)
-    if (both && usualResponse(reply, payload, fields, usual, signing)) return fieldsFinal(request, reply, payload, done, routeParams)
+    if (both && usualResponse(reply, payload, fields, usual, signing)) {
+      return fieldsFinal(request, reply, payload, done, routeParams)
+    }
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
       streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {
