@@ -240,3 +240,31 @@ export async function headAfterGet (t: Test, via: Via, path: string, bytes: stri
   t.same([...via.origin.methods(getFirst), ...via.origin.methods(headFirst)], ['GET', 'GET'],
     `${url}: the app answered one GET per URL, the HEAD first included`)
 }
+
+/**
+ * What every cache is held to, for one client (`name`: its protocol): each client gets the algorithm it asked
+ * for, an unsolicited digest and an asked-for one are two variants, the 406 is never stored, a HEAD after a GET.
+ */
+export function cacheCases (t: Test, via: Via, name: string): void {
+  t.test(`${name}: each client gets the algorithm it asked for`, async (t) => {
+    for (const [path, bytes] of PATHS) {
+      for (const want of ['want-content-digest', 'want-repr-digest'] as const) await eachItsOwn(t, via, `${path}?a=${name}-${want}`, want, bytes)
+    }
+  })
+  t.test(`${name}: unsolicited Content-Digest (contentDigest: true) and an asked-for one are two variants`, async (t) => {
+    const url = `/unsolicited?a=${name}`
+    const sha512 = { 'want-content-digest': 'sha-512=1' }
+    const got = [await via.client(via.base, url), await via.client(via.base, url, sha512),
+      await via.client(via.base, url), await via.client(via.base, url, sha512)]
+    got.forEach((res, i) => {
+      t.same(digestProblems(res, 'content-digest', i % 2 === 0 ? 'sha-256' : 'sha-512', JSON_BODY), [], `(${i + 1})`)
+      t.equal(via.hit(res), i >= 2, `(${i + 1}) ${i >= 2 ? 'from the cache' : 'from the app'}`)
+    })
+  })
+  t.test(`${name}: the 406 is never stored`, async (t) => {
+    for (const [path, bytes] of PATHS) await staleThenPlain(t, via, `${path}?b=${name}`, bytes)
+  })
+  t.test(`${name}: HEAD after GET`, async (t) => {
+    for (const [path, bytes] of PATHS) await headAfterGet(t, via, path, bytes, name)
+  })
+}

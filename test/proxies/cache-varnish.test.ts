@@ -5,7 +5,7 @@
 import t from 'tap'
 import { proxySkip, startProxy, type ProxyPlace } from './proxy-harness'
 import {
-  JSON_BODY, PATHS, STALE, askInTurn, digestProblems, eachItsOwn, h1, h2c, headAfterGet, staleThenPlain, startOrigin,
+  JSON_BODY, STALE, askInTurn, cacheCases, h1, h2c, startOrigin,
   type Client, type Received, type Via
 } from './cache-checks'
 
@@ -32,26 +32,7 @@ for (const [label, backendResponse] of CONFIGS) {
     const proxy = await startProxy(t, 'varnish', origin.port, vcl(backendResponse))
     for (const [name, client] of CLIENTS) {
       const via: Via = { origin, base: proxy.origin, client, hit }
-      t.test(`${name}: each client gets the algorithm it asked for`, async (t) => {
-        for (const [path, bytes] of PATHS) {
-          for (const want of ['want-content-digest', 'want-repr-digest'] as const) await eachItsOwn(t, via, `${path}?a=${name}-${want}`, want, bytes)
-        }
-      })
-      t.test(`${name}: unsolicited Content-Digest (contentDigest: true) and an asked-for one are two variants`, async (t) => {
-        const url = `/unsolicited?a=${name}`
-        const got = [await client(proxy.origin, url), await client(proxy.origin, url, { 'want-content-digest': 'sha-512=1' }),
-          await client(proxy.origin, url), await client(proxy.origin, url, { 'want-content-digest': 'sha-512=1' })]
-        got.forEach((res, i) => {
-          t.same(digestProblems(res, 'content-digest', i % 2 === 0 ? 'sha-256' : 'sha-512', JSON_BODY), [], `(${i + 1})`)
-          t.equal(hit(res), i >= 2, `(${i + 1}) ${i >= 2 ? 'from the cache' : 'from the app'}`)
-        })
-      })
-      t.test(`${name}: the 406 is never stored`, async (t) => {
-        for (const [path, bytes] of PATHS) await staleThenPlain(t, via, `${path}?b=${name}`, bytes)
-      })
-      t.test(`${name}: HEAD after GET`, async (t) => {
-        for (const [path, bytes] of PATHS) await headAfterGet(t, via, path, bytes, name)
-      })
+      cacheCases(t, via, name)
     }
   })
 }
