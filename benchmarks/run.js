@@ -9,7 +9,7 @@ require('./tick-maps')
 // server in a child process of its own (server.js, listening on 127.0.0.1),
 // driven over real sockets by autocannon (scenarios 1-5 and 8), by a streaming
 // upload client (scenario 6) or, over HTTP/2, by a node:http2 load driver in a
-// process of its own (scenario 7, h2-load.js). The sides of a scenario are measured in rounds
+// process of its own (scenarios 7, 9h, 9h-512: h2-load.js). The sides of a scenario are measured in rounds
 // of short runs: in scenarios 1 and 2 the sides of a round run at the same
 // time, their servers sharing one core, so that whatever else the machine is
 // doing weighs on all of them alike, within milliseconds; in the others (and

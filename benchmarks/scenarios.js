@@ -18,6 +18,7 @@
 const { once } = require('node:events')
 const { createHash, createPrivateKey, createPublicKey, hash, sign, timingSafeEqual, verify } = require('node:crypto')
 const { Transform, Writable } = require('node:stream')
+const { gunzipSync, gzipSync } = require('node:zlib')
 const { pipeline } = require('node:stream/promises')
 const { KiB, MiB, randomBytes, jsonObject, text, uploadChunks, multipartBody } = require('./payloads')
 
@@ -158,15 +159,17 @@ function compressedByHand (app) {
   aroundCompress(app, identityByHand, codedByHand)
 }
 
-/** The reference for requests: the sha-256 value of a request's Content-Digest, parsed by hand. */
-function claimedDigest (request) {
-  const match = /sha-256=:([A-Za-z0-9+/=]+):/.exec(request.headers['content-digest'] ?? '')
+const CLAIM = { 'sha-256': /sha-256=:([A-Za-z0-9+/=]+):/, 'sha-512': /sha-512=:([A-Za-z0-9+/=]+):/ }
+
+/** The reference for requests: the value of one algorithm (sha-256) in a request's digest field (Content-Digest), parsed by hand. */
+function claimedDigest (request, algorithm = 'sha-256', name = 'content-digest') {
+  const match = CLAIM[algorithm].exec(request.headers[name] ?? '')
   return match === null ? null : match[1]
 }
 
-/** Whether `digest` (bytes) is the sha-256 a request's Content-Digest claims, compared in constant time. */
-function claimMatches (request, digest) {
-  const claimed = claimedDigest(request)
+/** Whether `digest` (bytes) is the digest a request's field claims, compared in constant time. */
+function claimMatches (request, digest, algorithm, name) {
+  const claimed = claimedDigest(request, algorithm, name)
   if (claimed === null) return false
   const bytes = Buffer.from(claimed, 'base64')
   return bytes.length === digest.length && timingSafeEqual(bytes, digest)
@@ -497,6 +500,95 @@ function compressedScenario (id, syncThreshold, path) {
     note: path === 'sync'
       ? `syncThreshold: ${syncThreshold}: compress gzips the 64 KiB string in one call and hands on a Buffer; the plugin hashes it in its content stage`
       : `syncThreshold: ${syncThreshold} (the default on 2 cores; 4096 on more): compress streams the 64 KiB string through zlib; without TE: trailers the plugin buffers the gzip stream (maxBufferSize) to send both fields as headers`
+  }
+}
+
+// Scenarios 9: a small signed JSON POST (an ActivityPub inbox delivery, a webhook), 2 KiB, fastify's own JSON parser.
+const INBOX = Buffer.from(JSON.stringify(jsonObject(2 * KiB)))
+const INBOX_GZIP = gzipSync(INBOX)
+const NODE_HASH = { 'sha-256': 'sha256', 'sha-512': 'sha512' }
+const digestField = (algorithm, data) => `${algorithm}=:${hash(NODE_HASH[algorithm], data, 'base64')}:`
+const mismatch = () => Object.assign(new Error(MISMATCH.error), { statusCode: 400 })
+
+/**
+ * Scenarios 9's reference: the check by hand where a body is whole, in a parseAs 'buffer' JSON parser: it hashes
+ * the body, compares it with the claim (timingSafeEqual), then calls fastify's own JSON parser; 400 on a mismatch.
+ */
+function jsonParserByHand (app, algorithm) {
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (claimMatches(request, hash(NODE_HASH[algorithm], body, 'buffer'), algorithm)) parseJson(request, body, done)
+    else done(mismatch())
+  })
+}
+
+/**
+ * Scenario 9z's parser: the gzip bytes as sent, which the plugin's default mode hands on (it decodes on the side, for
+ * hashing only: docs/design.md "Content coding of requests"); by hand (`check`) the body is gunzipped with node:zlib
+ * (at most bodyLimit bytes) and the decoded bytes' sha-256 compared with Repr-Digest's, 400 on a mismatch.
+ */
+function gzipParser (app, check) {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (!check) return done(null, body)
+    let decoded
+    try {
+      decoded = gunzipSync(body, { maxOutputLength: request.routeOptions.bodyLimit })
+    } catch {
+      return done(Object.assign(new Error('invalid gzip content'), { statusCode: 400 }))
+    }
+    if (claimMatches(request, hash('sha256', decoded, 'buffer'), 'sha-256', 'repr-digest')) done(null, body)
+    else done(mismatch())
+  })
+}
+
+/** Scenarios 9's route: what arrived (items parsed, or bytes) and the verdict. */
+function inboxRoute (side) {
+  return async (request) => ({
+    received: Buffer.isBuffer(request.body) ? request.body.length : request.body.items.length,
+    verified: side.key === 'hash' ? true : request.digestVerification?.verified ?? null
+  })
+}
+
+/** Scenarios 9's check: the body arrived (`received`), verified as `expected` says of each side. */
+function inboxCheck (received, expected) {
+  return (side, res) => {
+    const body = JSON.parse(res.body)
+    assert(body.received === received, `received ${body.received}, not ${received}`)
+    assert(body.verified === expected[side.key], `verified: ${body.verified}, expected ${expected[side.key]}`)
+  }
+}
+
+const inboxPlugin = { key: 'plugin', label: 'plugin (defaults), verifying', plugin: {} }
+
+/** 9, 9-512, 9h, 9h-512: the plugin with its defaults against the check by hand in the JSON parser, HTTP/1.1 or h2c. */
+function inboxScenario (id, algorithm, h2) {
+  const wrong = `${algorithm}=:${Buffer.alloc(algorithm === 'sha-256' ? 32 : 64).toString('base64')}:`
+  return {
+    id,
+    // Small CPU-bound requests, margins of a few percent: the sides run at the same time (run.js, inRounds).
+    together: true,
+    title: `POST 2 KiB JSON, ${algorithm} Content-Digest, verified${h2 ? ', HTTP/2 (h2c)' : ''}`,
+    ...(h2 ? { protocol: 'h2', fastify: { http2: true }, sessions: 4 } : {}),
+    sides: [inboxPlugin, bare, { key: 'hash', label: 'bare + the check by hand in a buffering JSON parser' }],
+    async setup (app, side) {
+      await register(app, side)
+      if (side.key === 'hash') jsonParserByHand(app, algorithm)
+      app.post('/inbox', inboxRoute(side))
+    },
+    request: {
+      method: 'POST',
+      path: '/inbox',
+      // node:http2 sends no content-length unless given one; HTTP clients send it for a body of known length.
+      headers: { 'content-type': 'application/json', 'content-digest': digestField(algorithm, INBOX), ...(h2 ? { 'content-length': String(INBOX.length) } : {}) },
+      body: INBOX
+    },
+    // 32 connections; over HTTP/2 4 sessions of 8 streams.
+    connections: h2 ? 8 : 32,
+    badRequest: { headers: { 'content-digest': wrong }, refusedBy: ['plugin', 'hash'] },
+    check: inboxCheck(10, { plugin: true, bare: null, hash: true }),
+    hashes: () => [{ bytes: INBOX.length }],
+    budget: { kind: 'reference', min: 0.95 },
+    note: `an inbox delivery: ${INBOX.length} B of JSON, parsed by fastify's own JSON parser; the plugin registered with defaults (verify 'if-present'). The reference: a parseAs 'buffer' JSON parser that hashes (${algorithm}), compares (timingSafeEqual) and calls getDefaultJsonParser${h2 ? '; h2-load.js: 4 sessions of 8 streams, content-length sent' : ''}`
   }
 }
 
@@ -847,6 +939,49 @@ const scenarios = [
     // Against the by-hand side with the plugin's guarantee (the end held back until checked).
     budget: { kind: 'reference', reference: 'holdByHand', min: 0.95 },
     note: 'the route reads the file with @fastify/multipart (request.file(), piped into a counting sink), which reads request.raw, not the body stream fastify hands to parsers; the Content-Digest covers the whole multipart body (boundaries included). Every side answers once request.raw has ended. The budget\'s reference ("end held back") gives the plugin\'s guarantee by hand: an onRequest hook takes over request.raw.push, hashes each chunk and holds back the last one (and at least 1024 bytes) until the end has been compared (timingSafeEqual); on a mismatch request.raw emits an error instead of its end, so busboy never sees the closing boundary and the file\'s pipeline rejects (400). For information, "sha-256 by hand" hashes request.raw in a data listener added in onRequest and compares in the handler once request.raw has ended (a reader sees the whole body and its end before the check), 400 on a mismatch'
+  },
+  inboxScenario('9', 'sha-256', false),
+  inboxScenario('9-512', 'sha-512', false),
+  inboxScenario('9h', 'sha-256', true),
+  inboxScenario('9h-512', 'sha-512', true),
+  {
+    id: '9n',
+    together: true,
+    title: 'POST 2 KiB JSON, no digest, to a verifying route',
+    sides: [inboxPlugin, bare],
+    async setup (app, side) {
+      await register(app, side)
+      app.post('/inbox', inboxRoute(side))
+    },
+    request: { method: 'POST', path: '/inbox', headers: { 'content-type': 'application/json' }, body: INBOX },
+    connections: 32,
+    check: inboxCheck(10, { plugin: false, bare: null }),
+    hashes: () => [],
+    budget: { kind: 'ratio', min: 0.98 },
+    note: 'what a verifying route costs a request that claims nothing (Content-Length, no digest field): against bare Fastify'
+  },
+  {
+    id: '9z',
+    together: true,
+    title: 'POST 2 KiB JSON, gzip, sha-256 Repr-Digest of the decoded bytes, verified',
+    sides: [inboxPlugin, bare, { key: 'hash', label: 'bare + gunzip and sha-256 by hand in the parser' }],
+    async setup (app, side) {
+      await register(app, side)
+      gzipParser(app, side.key === 'hash')
+      app.post('/inbox', inboxRoute(side))
+    },
+    request: {
+      method: 'POST',
+      path: '/inbox',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'repr-digest': field(INBOX) },
+      body: INBOX_GZIP
+    },
+    connections: 32,
+    badRequest: { headers: { 'repr-digest': WRONG_FIELD }, refusedBy: ['plugin', 'hash'] },
+    check: inboxCheck(INBOX_GZIP.length, { plugin: true, bare: null, hash: true }),
+    hashes: () => [{ bytes: INBOX.length }],
+    budget: { kind: 'reference', min: 0.95 },
+    note: `${INBOX_GZIP.length} B of gzip (${INBOX.length} B of JSON) with the decoded bytes' Repr-Digest; no @fastify/compress: every side's parser hands on the gzip bytes, the plugin (default mode) decodes on the side to hash, the reference gunzips in its parser (gunzipSync) and hashes the result`
   }
 ]
 
