@@ -325,6 +325,30 @@ function observed (res: Received, scenario: Scenario): Outcome {
   }
 }
 
+/** A proxy that passes the app's compressed bytes through: every field right (a 304 carries none). */
+export const GZIP_IN_APP_RIGHT = {
+  json: '200 gzip | right right right',
+  'json without gzip': '200 identity | right right right',
+  'json no-transform': '200 gzip | right right right',
+  stream: '200 gzip | right right right',
+  'stream no-transform': '200 gzip | right right right',
+  file: '200 gzip | right right right',
+  head: '200 identity | right right right',
+  'head file': '200 gzip | right right right',
+  range: '206 identity | right right right',
+  'not modified': '304 gzip | absent absent absent',
+  upload: '201 identity | right right right',
+  'upload, wrong digest': '400 identity | right right right',
+  control: '200 gzip | wrong wrong wrong'
+} as const
+
+/** The same through a proxy that forwards `TE: trailers` and the app's trailers: a stream's digests come as trailers. */
+export const GZIP_IN_APP_RIGHT_TRAILERS = {
+  ...GZIP_IN_APP_RIGHT,
+  stream: '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest',
+  'stream no-transform': '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest'
+} as const
+
 export interface ProxyConfig {
   /** The name of the configuration in the test output and the docs. */
   name: string

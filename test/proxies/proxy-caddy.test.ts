@@ -6,40 +6,9 @@
 // port. Every outcome is the verdict of deployment-checks.ts's checker over
 // the bytes received.
 import t from 'tap'
-import { proxySkip, type ProxyPlace } from './proxy-harness'
-import { proxyConfigTests, upstreamAcceptEncoding } from './deployment-checks'
-
-function caddy (place: ProxyPlace, site: string, reverseProxy: string): string {
-  return `{
-  admin off
-  auto_https off
-  servers {
-    protocols h1 h2c
-  }
-}
-http://127.0.0.1:${place.port} {
-  ${site}
-  reverse_proxy 127.0.0.1:${place.upstream} ${reverseProxy}
-}
-`
-}
-
-/** Compression in the app: what every configuration where Caddy does not decode gives. */
-const GZIP_IN_APP = {
-  json: '200 gzip | right right right',
-  'json without gzip': '200 identity | right right right',
-  'json no-transform': '200 gzip | right right right',
-  stream: '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest',
-  'stream no-transform': '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest',
-  file: '200 gzip | right right right',
-  head: '200 identity | right right right',
-  'head file': '200 gzip | right right right',
-  range: '206 identity | right right right',
-  'not modified': '304 gzip | absent absent absent',
-  upload: '201 identity | right right right',
-  'upload, wrong digest': '400 identity | right right right',
-  control: '200 gzip | wrong wrong wrong'
-} as const
+import { proxySkip } from './proxy-harness'
+import { GZIP_IN_APP_RIGHT_TRAILERS, proxyConfigTests, upstreamAcceptEncoding } from './deployment-checks'
+import { caddyConfig } from './proxy-configs'
 
 t.test('caddy', { skip: proxySkip('caddy') }, async (t) => {
   // `encode gzip` compresses buffered responses whatever their Cache-Control
@@ -48,7 +17,7 @@ t.test('caddy', { skip: proxySkip('caddy') }, async (t) => {
   proxyConfigTests(t, 'caddy', {
     name: 'encode gzip',
     compressInApp: false,
-    config: (p) => caddy(p, 'encode gzip', ''),
+    config: (p) => caddyConfig(p, 'encode gzip', ''),
     table: {
       json: '200 gzip | wrong right right',
       'json without gzip': '200 identity | right right right',
@@ -73,8 +42,8 @@ t.test('caddy', { skip: proxySkip('caddy') }, async (t) => {
   proxyConfigTests(t, 'caddy', {
     name: 'gzip in the app',
     compressInApp: true,
-    config: (p) => caddy(p, '', ''),
-    table: { ...GZIP_IN_APP, 'json without gzip': '200 identity | wrong right right' },
+    config: (p) => caddyConfig(p, '', ''),
+    table: { ...GZIP_IN_APP_RIGHT_TRAILERS, 'json without gzip': '200 identity | wrong right right' },
     te: 'trailers',
     appTrailer: 'trailer',
     varyAcceptEncoding: true,
@@ -86,8 +55,8 @@ t.test('caddy', { skip: proxySkip('caddy') }, async (t) => {
   proxyConfigTests(t, 'caddy', {
     name: 'gzip in the app, upstream compression off',
     compressInApp: true,
-    config: (p) => caddy(p, '', '{\n    transport http {\n      compression off\n    }\n  }'),
-    table: GZIP_IN_APP,
+    config: (p) => caddyConfig(p, '', '{\n    transport http {\n      compression off\n    }\n  }'),
+    table: GZIP_IN_APP_RIGHT_TRAILERS,
     te: 'trailers',
     appTrailer: 'trailer',
     varyAcceptEncoding: true,

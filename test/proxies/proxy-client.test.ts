@@ -6,54 +6,22 @@
 // fields describe other bytes fails as a mismatch through each, not as a re-encoding.
 import t from 'tap'
 import { gunzipSync } from 'node:zlib'
-import { nginxPreamble, nginxTempPaths, proxySkip, startProxy, type ProxyKind, type ProxyPlace } from './proxy-harness'
+import { proxySkip, startProxy, type ProxyKind, type ProxyPlace } from './proxy-harness'
+import { caddyConfig, haproxyConfig, nginxConfig } from './proxy-configs'
 import { JSON_BODY, deploymentApp } from './deployment-checks'
 import { call, digestAgent, type Kind } from '../client/client-helpers'
 import type { DigestInterceptorOptions } from '../../types/client'
 
-const nginx = (gzip: string) => (place: ProxyPlace): string => `${nginxPreamble(place.dir)}
-http {
-  access_log off;
-  ${nginxTempPaths(place.dir)}
-  server {
-    listen 127.0.0.1:${place.port};
-    ${gzip}
-    location / { proxy_pass http://127.0.0.1:${place.upstream}; proxy_http_version 1.1; }
-  }
-}
-`
-
-const caddy = (place: ProxyPlace): string => `{
-  admin off
-  auto_https off
-}
-http://127.0.0.1:${place.port} {
-  encode gzip
-  reverse_proxy 127.0.0.1:${place.upstream}
-}
-`
-
-const haproxy = (place: ProxyPlace): string => `defaults
-  mode http
-  timeout connect 5s
-  timeout client 10s
-  timeout server 10s
-frontend f
-  bind 127.0.0.1:${place.port}
-  compression algo gzip
-  compression type application/json
-  default_backend b
-backend b
-  server s1 127.0.0.1:${place.upstream}
-`
-
 interface Setup { name: string, kind: ProxyKind, config: (place: ProxyPlace) => string, recodes: boolean }
 
+const NGINX_GZIP = 'gzip on; gzip_proxied any; gzip_types application/json;'
+const HAPROXY_GZIP = 'compression algo gzip\n  compression type application/json'
+
 const SETUPS: Setup[] = [
-  { name: 'nginx, gzip on', kind: 'nginx', config: nginx('gzip on; gzip_proxied any; gzip_types application/json;'), recodes: true },
-  { name: 'Caddy, encode gzip', kind: 'caddy', config: caddy, recodes: true },
-  { name: 'nginx, gzip off', kind: 'nginx', config: nginx('gzip off;'), recodes: false },
-  { name: 'HAProxy compressing, the plugin\'s no-transform', kind: 'haproxy', config: haproxy, recodes: false }
+  { name: 'nginx, gzip on', kind: 'nginx', config: (p) => nginxConfig(p, NGINX_GZIP), recodes: true },
+  { name: 'Caddy, encode gzip', kind: 'caddy', config: (p) => caddyConfig(p, 'encode gzip'), recodes: true },
+  { name: 'nginx, gzip off', kind: 'nginx', config: (p) => nginxConfig(p, 'gzip off;'), recodes: false },
+  { name: 'HAProxy compressing, the plugin\'s no-transform', kind: 'haproxy', config: (p) => haproxyConfig(p, HAPROXY_GZIP), recodes: false }
 ]
 
 const KINDS: Kind[] = ['request', 'fetch']

@@ -4,26 +4,9 @@
 // (`bind … proto h2`). Every outcome is the verdict of deployment-checks.ts's
 // checker over the bytes received.
 import t from 'tap'
-import { proxySkip, type ProxyPlace } from './proxy-harness'
-import { proxyConfigTests } from './deployment-checks'
-
-function haproxy (place: ProxyPlace, frontend: string): string {
-  return `global
-  maxconn 64
-defaults
-  mode http
-  timeout connect 5s
-  timeout client 10s
-  timeout server 10s
-frontend f
-  bind 127.0.0.1:${place.port}
-  bind 127.0.0.1:${place.h2port} proto h2
-  ${frontend}
-  default_backend b
-backend b
-  server s1 127.0.0.1:${place.upstream}
-`
-}
+import { proxySkip } from './proxy-harness'
+import { GZIP_IN_APP_RIGHT_TRAILERS, proxyConfigTests } from './deployment-checks'
+import { haproxyConfig } from './proxy-configs'
 
 t.test('haproxy', { skip: proxySkip('haproxy') }, async (t) => {
   // The plugin's default (noTransform: true): every response that carries a digest field says
@@ -31,7 +14,7 @@ t.test('haproxy', { skip: proxySkip('haproxy') }, async (t) => {
   proxyConfigTests(t, 'haproxy', {
     name: 'compression at the proxy',
     compressInApp: false,
-    config: (p) => haproxy(p, 'compression algo gzip\n  compression type application/json'),
+    config: (p) => haproxyConfig(p, 'compression algo gzip\n  compression type application/json'),
     table: {
       json: '200 identity | right right right',
       'json without gzip': '200 identity | right right right',
@@ -60,7 +43,7 @@ t.test('haproxy', { skip: proxySkip('haproxy') }, async (t) => {
     name: 'compression at the proxy, noTransform: false',
     compressInApp: false,
     pluginOptions: { noTransform: false },
-    config: (p) => haproxy(p, 'compression algo gzip\n  compression type application/json'),
+    config: (p) => haproxyConfig(p, 'compression algo gzip\n  compression type application/json'),
     table: {
       json: '200 gzip | wrong right right',
       'json without gzip': '200 identity | right right right',
@@ -84,22 +67,8 @@ t.test('haproxy', { skip: proxySkip('haproxy') }, async (t) => {
   proxyConfigTests(t, 'haproxy', {
     name: 'gzip in the app',
     compressInApp: true,
-    config: (p) => haproxy(p, ''),
-    table: {
-      json: '200 gzip | right right right',
-      'json without gzip': '200 identity | right right right',
-      'json no-transform': '200 gzip | right right right',
-      stream: '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest',
-      'stream no-transform': '200 gzip | right right right | trailers: content-digest repr-digest unencoded-digest',
-      file: '200 gzip | right right right',
-      head: '200 identity | right right right',
-      'head file': '200 gzip | right right right',
-      range: '206 identity | right right right',
-      'not modified': '304 gzip | absent absent absent',
-      upload: '201 identity | right right right',
-      'upload, wrong digest': '400 identity | right right right',
-      control: '200 gzip | wrong wrong wrong'
-    },
+    config: (p) => haproxyConfig(p, ''),
+    table: GZIP_IN_APP_RIGHT_TRAILERS,
     te: 'trailers',
     appTrailer: 'trailer',
     varyAcceptEncoding: true

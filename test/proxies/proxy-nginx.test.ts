@@ -6,26 +6,9 @@
 // second (`listen … http2`); nginx speaks HTTP/1.1 to the app. Every outcome is
 // the verdict of deployment-checks.ts's checker over the bytes received.
 import t from 'tap'
-import { nginxPreamble, nginxTempPaths, proxySkip, type ProxyPlace } from './proxy-harness'
-import { GZIP_JSON, checkFields, fieldValue, proxyConfigTests, verdict } from './deployment-checks'
-
-function nginx (place: ProxyPlace, gzip: string): string {
-  return `${nginxPreamble(place.dir)}
-http {
-  access_log off;
-  ${nginxTempPaths(place.dir)}
-  server {
-    listen 127.0.0.1:${place.port};
-    listen 127.0.0.1:${place.h2port} http2;
-    ${gzip}
-    location / {
-      proxy_pass http://127.0.0.1:${place.upstream};
-      proxy_http_version 1.1;
-    }
-  }
-}
-`
-}
+import { proxySkip } from './proxy-harness'
+import { GZIP_IN_APP_RIGHT, GZIP_JSON, checkFields, fieldValue, proxyConfigTests, verdict } from './deployment-checks'
+import { nginxConfig } from './proxy-configs'
 
 /**
  * nginx compressing what the app sent uncompressed: Content-Digest is the
@@ -55,7 +38,7 @@ t.test('nginx', { skip: proxySkip('nginx') }, async (t) => {
   proxyConfigTests(t, 'nginx', {
     name: 'gzip at the proxy',
     compressInApp: false,
-    config: (p) => nginx(p, 'gzip on; gzip_proxied any; gzip_types application/json;'),
+    config: (p) => nginxConfig(p, 'gzip on; gzip_proxied any; gzip_types application/json;'),
     table: GZIP_AT_NGINX,
     te: null,
     appTrailer: 'announced only',
@@ -64,7 +47,7 @@ t.test('nginx', { skip: proxySkip('nginx') }, async (t) => {
   proxyConfigTests(t, 'nginx', {
     name: 'gzip on, gzip_proxied off',
     compressInApp: false,
-    config: (p) => nginx(p, 'gzip on; gzip_proxied off; gzip_types application/json;'),
+    config: (p) => nginxConfig(p, 'gzip on; gzip_proxied off; gzip_types application/json;'),
     table: GZIP_AT_NGINX,
     te: null,
     appTrailer: 'announced only',
@@ -83,7 +66,7 @@ t.test('nginx', { skip: proxySkip('nginx') }, async (t) => {
     name: 'gzip at the proxy, strict mode',
     compressInApp: false,
     pluginOptions: { strict: true },
-    config: (p) => nginx(p, 'gzip on; gzip_proxied any; gzip_types application/json;'),
+    config: (p) => nginxConfig(p, 'gzip on; gzip_proxied any; gzip_types application/json;'),
     table: GZIP_AT_NGINX,
     te: null,
     appTrailer: 'announced only',
@@ -99,22 +82,8 @@ t.test('nginx', { skip: proxySkip('nginx') }, async (t) => {
   proxyConfigTests(t, 'nginx', {
     name: 'gzip in the app',
     compressInApp: true,
-    config: (p) => nginx(p, 'gzip off;'),
-    table: {
-      json: '200 gzip | right right right',
-      'json without gzip': '200 identity | right right right',
-      'json no-transform': '200 gzip | right right right',
-      stream: '200 gzip | right right right',
-      'stream no-transform': '200 gzip | right right right',
-      file: '200 gzip | right right right',
-      head: '200 identity | right right right',
-      'head file': '200 gzip | right right right',
-      range: '206 identity | right right right',
-      'not modified': '304 gzip | absent absent absent',
-      upload: '201 identity | right right right',
-      'upload, wrong digest': '400 identity | right right right',
-      control: '200 gzip | wrong wrong wrong'
-    },
+    config: (p) => nginxConfig(p, 'gzip off;'),
+    table: GZIP_IN_APP_RIGHT,
     te: null,
     appTrailer: 'announced only',
     varyAcceptEncoding: true

@@ -5,15 +5,9 @@
 // (`-p feature=+http2`) on one port. Every outcome is the verdict of
 // deployment-checks.ts's checker over the bytes received.
 import t from 'tap'
-import { proxySkip, type ProxyPlace } from './proxy-harness'
+import { proxySkip } from './proxy-harness'
 import { FILE_BODY, JSON_BODY, RANGE, fieldValue, proxyConfigTests, sfDigest, upstreamAcceptEncoding } from './deployment-checks'
-
-function varnish (place: ProxyPlace, vcl: string): string {
-  return `vcl 4.1;
-backend default { .host = "127.0.0.1"; .port = "${place.upstream}"; }
-${vcl}
-`
-}
+import { varnishConfig } from './proxy-configs'
 
 /**
  * Pass to the app what Varnish would otherwise answer from a cached object
@@ -45,7 +39,7 @@ t.test('varnish', { skip: proxySkip('varnish') }, async (t) => {
   proxyConfigTests(t, 'varnish', {
     name: 'default VCL',
     compressInApp: false,
-    config: (p) => varnish(p, ''),
+    config: (p) => varnishConfig(p, ''),
     table: {
       json: '200 identity | right right right',
       'json without gzip': '200 identity | right right right',
@@ -83,7 +77,7 @@ t.test('varnish', { skip: proxySkip('varnish') }, async (t) => {
   proxyConfigTests(t, 'varnish', {
     name: 'default VCL, gzip in the app',
     compressInApp: true,
-    config: (p) => varnish(p, ''),
+    config: (p) => varnishConfig(p, ''),
     table: {
       json: '200 gzip | right right right',
       'json without gzip': '200 identity | wrong right right',
@@ -107,7 +101,7 @@ t.test('varnish', { skip: proxySkip('varnish') }, async (t) => {
   proxyConfigTests(t, 'varnish', {
     name: 'do_gzip',
     compressInApp: false,
-    config: (p) => varnish(p, DO_GZIP_VCL),
+    config: (p) => varnishConfig(p, DO_GZIP_VCL),
     table: {
       json: '200 gzip | wrong right right',
       'json without gzip': '200 identity | right right right',
@@ -132,7 +126,7 @@ t.test('varnish', { skip: proxySkip('varnish') }, async (t) => {
   proxyConfigTests(t, 'varnish', {
     name: 'recommended VCL, gzip in the app',
     compressInApp: true,
-    config: (p) => varnish(p, RECOMMENDED_VCL),
+    config: (p) => varnishConfig(p, RECOMMENDED_VCL),
     table: {
       json: '200 gzip | right right right',
       'json without gzip': '200 identity | right right right',
