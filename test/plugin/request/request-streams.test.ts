@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises'
 import { createHash, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
-import { BodyStream } from '../../../lib/plugin/request/body-check'
+import { BodyStream } from '../../../lib/core/body-stream'
 import { contentCoding, createContentDecoders, DecodingTap, DECODABLE_CODINGS, MAX_CODINGS, type DecoderStages } from '../../../lib/core/content-decoding'
 import { zstd } from '../../helpers'
 

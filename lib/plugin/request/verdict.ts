@@ -1,0 +1,124 @@
+// A request's verdict: the body judged from its digests (trailers included), or the request abandoned with nothing
+// verified; either ends the verification once ('judged') and wakes a waiting reply (docs/design.md, "Request verification").
+import type { FastifyRequest } from 'fastify'
+import type { FieldVerification } from '../../../types/index'
+import { readClaims, type Claim } from '../../core/claims'
+import { DECODABLE_CODINGS } from '../../core/content-decoding'
+import { digestAll, type DigestResults, type EndCheck } from '../../core/digest-stream'
+import {
+  FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_TRAILER_UNANNOUNCED, FST_DIGEST_UNREAD_TOO_LARGE,
+  FST_DIGEST_UNSUPPORTED_ENCODING
+} from '../../core/errors'
+import { blankFailure, check, fieldList, judge as judgeClaims, NO_DIGESTS, type DigestError, type Failure } from '../../core/problem'
+import { kVerification } from '../symbols'
+import type { Streams, Verification } from './verification-state'
+
+// After a body left unread the connection closes; not named on HTTP/2, which forbids connection-specific fields (RFC 9113 §8.2.2).
+const CLOSE = Object.freeze({ connection: 'close' })
+export const closeFor = (request: FastifyRequest): typeof CLOSE | undefined => request.raw.httpVersionMajor === 2 ? undefined : CLOSE
+
+/** The 415 of digests of decoded content whose codings nothing decodes, naming those decoded here (RFC 9110 §15.5.16). */
+export function undecodable (state: Verification): Failure {
+  const error = new FST_DIGEST_UNSUPPORTED_ENCODING(state.wanted.decodedFields, state.coding)
+  return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
+}
+
+/** The digests of the decoded content. Throws why there are none. */
+function decodedDigests (state: Verification): DigestResults {
+  const { decoded, decodedFields } = state.wanted
+  if (decoded.size === 0) return NO_DIGESTS
+  if (state.hasher.bytes === 0) return digestAll(decoded, Buffer.alloc(0))
+  const decoder = state.side ?? (state.streams as Streams).last
+  if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
+  if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
+  return decoder.digests as DigestResults
+}
+
+const NO_CLAIMS: Claim[] = []
+
+// A trailer digest in an enabled algorithm that nothing hashed (its field not announced in the Trailer field, RFC 9110
+// §6.6.2, and not named in the header section) cannot be checked: refused, never passed as unchecked.
+function refuseUnhashed (claims: readonly Claim[], state: Verification): void {
+  const { received, decoded } = state.wanted
+  const unhashed = claims.filter((claim) => state.params.algorithms.some((algorithm) =>
+    claim.received.has(algorithm) && !(claim.decoded ? decoded : received).has(algorithm)))
+  if (unhashed.length === 0) return
+  const names = fieldList(unhashed.map((claim) => claim.field))
+  throw new FST_DIGEST_TRAILER_UNANNOUNCED(names, names)
+}
+
+/** The digests of the bytes received: the tap's, or the head stream's (a foreign preParsing stream may not have read it all). */
+function receivedDigests (state: Verification): DigestResults {
+  if (state.tap !== null) return state.tap.digests as DigestResults
+  const head = (state.streams as Streams).head
+  head.digests ??= state.hasher.digest()
+  return head.digests
+}
+
+/** The failure of the whole body, or null; sets request.digestVerification. */
+function judgeBody (request: FastifyRequest, state: Verification): Failure | null {
+  const { params } = state
+  const bytes = state.hasher.bytes
+  const received = receivedDigests(state)
+  let fields: FieldVerification[] = []
+  let failure: Failure | null
+  try {
+    if (state.tap?.failure === 'too-large') {
+      const names = fieldList(state.claims.map((c) => c.field)) || 'Content-Digest'
+      throw Object.assign(new FST_DIGEST_UNREAD_TOO_LARGE(names, String(state.limit)), { headers: closeFor(request) })
+    }
+    const decoded = decodedDigests(state)
+    // Digests in the trailer section count too (RFC 9110 §6.5).
+    const trailers = request.raw.trailers as Record<string, string> | undefined
+    const trailerClaims = trailers === undefined ? NO_CLAIMS : readClaims(trailers, params, state.coding)
+    refuseUnhashed(trailerClaims, state)
+    const claims = trailerClaims.length === 0 ? state.claims : state.claims.concat(trailerClaims)
+    fields = check(claims, params, received, decoded)
+    // Under 'required' an empty body needs no digest.
+    failure = judgeClaims(claims, fields, params, params.verify === 'required' && bytes > 0)
+  } catch (err) {
+    failure = blankFailure(params, err as DigestError, (err as DigestError).headers)
+  }
+  if (failure !== null) request[kVerification] = { verified: false, reason: 'failed', fields }
+  else if (fields.some((f) => f.ok)) request[kVerification] = { verified: true, fields }
+  else request[kVerification] = { verified: false, reason: bytes === 0 ? 'no-body' : 'no-digest', fields }
+  return failure
+}
+
+/** 'judged' with `failure`; `release` ends the stream, or fails it while 'reading'; then a waiting reply goes on. */
+function conclude (state: Verification, failure: Failure | null, release: Parameters<EndCheck>[0] | null): void {
+  const reading = state.phase === 'reading'
+  state.phase = 'judged'
+  state.failure = failure
+  release?.(failure !== null && reading ? failure : null)
+  state.onJudged?.()
+}
+
+/** The verdict of the body, at the end of the bytes hashed; `release` as in conclude(). Judged once. */
+export function judge (request: FastifyRequest, state: Verification, release: Parameters<EndCheck>[0]): void {
+  if (state.phase === 'judged') return release()
+  conclude(state, judgeBody(request, state), release)
+}
+
+/** Nothing verified (the body cut off, or not decodable): `failure` answers a waiting reply (null: none to answer). */
+export function abandon (request: FastifyRequest, state: Verification, failure: Failure | null): void {
+  if (state.phase === 'judged') return
+  request[kVerification] = { verified: false, reason: 'failed', fields: [] }
+  conclude(state, failure, null)
+}
+
+/** The end check; closures stored on streams come from factories: V8 pretenures one made where it is assigned (docs/benchmarks.md). */
+export function checkAtEnd (request: FastifyRequest, state: Verification): EndCheck {
+  return (release) => judge(request, state, release)
+}
+
+/** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
+export function onHeadEnd (request: FastifyRequest, state: Verification): EndCheck {
+  return (callback) => {
+    if (state.hasher.bytes > 0) return callback()
+    judge(request, state, (err) => {
+      callback()
+      if (err != null) (state.streams as Streams).last.destroy(err)
+    })
+  }
+}

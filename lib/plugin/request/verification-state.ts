@@ -1,0 +1,63 @@
+// A request's verification as one state: its phase, what it claims, where its body is hashed, and its verdict
+// (docs/design.md, "Request verification"; the hooks that move it are in body-check.ts).
+import type { FastifyRequest } from 'fastify'
+import type { DigestAlgorithm, DigestVerification } from '../../../types/index'
+import type { BodyStream } from '../../core/body-stream'
+import type { Claim } from '../../core/claims'
+import { createContentDecoders, DecodingTap } from '../../core/content-decoding'
+import type { MultiDigester } from '../../core/digest-stream'
+import type { DigestParams } from '../../core/option-checks'
+import type { Failure } from '../../core/problem'
+import type { SourceTap } from '../../core/source-tap'
+import { kRequestState, kVerification } from '../symbols'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    [kRequestState]: Verification | null
+    /** request.digestVerification as set (null: worked out when read). */
+    [kVerification]: DigestVerification | null
+  }
+}
+
+// Where a verification stands. 'claimed': onRequest read the claims, nothing is hashed yet; 'parsing': preParsing placed
+// the streams, which the parser reads (a failure found at their end is answered by preValidation); 'reading':
+// preValidation ran, or a success waits in onSend (a failure found now errors the stream being read); 'judged': the
+// verdict is in `failure`.
+export type Phase = 'claimed' | 'parsing' | 'reading' | 'judged'
+
+/** The algorithms to hash over the bytes received and over the decoded content; `decodedFields` names the latter's fields. */
+export interface Wanted { received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, decodedFields: string }
+
+/** The streams preParsing placed: `head` gets the bytes as received, `last` (`head` without a decoder) is what the parser reads. */
+export interface Streams { head: BodyStream, last: BodyStream }
+
+export class Verification {
+  phase: Phase = 'claimed'
+  /** Set by preParsing; their head hashes the bytes received until `tap` does instead. */
+  streams: Streams | null = null
+  /** request.raw hashed instead, for a body still unread at preValidation or at a waiting reply. */
+  tap: SourceTap | null = null
+  /** The side decoder of the decoded digests (null: none needed, none available, or a decoder before the last stream). */
+  side: DecodingTap | null = null
+  /** The verdict, once 'judged' (null: none to answer). */
+  failure: Failure | null = null
+  /** A reply waiting for the verdict. */
+  onJudged: (() => void) | null = null
+
+  /** `limit`: the route's bodyLimit, which caps decoding and what a waiting reply reads. */
+  constructor (readonly params: DigestParams, readonly claims: Claim[], readonly coding: string | null, readonly wanted: Wanted, readonly limit: number) {
+    const decoders = wanted.decoded.size > 0 ? createContentDecoders(coding as string) : null
+    if (decoders !== null) this.side = new DecodingTap(decoders, wanted.decoded, limit)
+  }
+
+  /** The hasher of the bytes received: the tap's, else the head stream's. */
+  get hasher (): MultiDigester {
+    return this.tap?.hasher ?? (this.streams as Streams).head.hasher as MultiDigester
+  }
+}
+
+/** For a request not tapped yet: unread, nothing between request.raw and the parser (or no preParsing); a reader may take request.raw. */
+export function unreadRaw (request: FastifyRequest, state: Verification): boolean {
+  const streams = state.streams
+  return streams === null || (streams.last === streams.head && streams.head.origin === request.raw && !streams.head.started)
+}
