@@ -43,18 +43,21 @@ export class SourceTap {
   digests: DigestResults | null = null
   #ended = false
 
-  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck) {
+  /** `pushed`: every chunk pushed before the tap (a ChunkKeeper's), hashed here; without it, what the source buffers is. */
+  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck, pushed: readonly Buffer[] | null = null) {
     const target = this.#source = source as Source
     this.#push = target.push
     this.hasher = new MultiDigester(algorithms)
     this.#side = side
     this.#onEnd = onEnd
-    // Bytes pushed before the tap (a body that came with the headers) are hashed too.
+    if (pushed !== null) for (const chunk of pushed) this.#hash(chunk)
+    // Bytes pushed before the tap (a body that came with the headers) are hashed too, and held back.
     const buffered = source.readableLength > 0 ? source.read() as Buffer : null
+    const fresh = pushed === null
     if (target._readableState.ended) {
       // Too late to hold anything back, but nothing was read: checkEnded() runs before any reader.
       if (buffered !== null) {
-        this.#hash(buffered)
+        if (fresh) this.#hash(buffered)
         source.unshift(buffered)
       }
       this.#ended = true
@@ -64,7 +67,7 @@ export class SourceTap {
     target.push = this.#onPush.bind(this)
     target._destroy = destroyWithClientStatus(target._destroy)
     source.once('close', SourceTap.#closed(this))
-    if (buffered !== null) this.#take(buffered)
+    if (buffered !== null) this.#take(buffered, fresh)
   }
 
   static #closed (tap: SourceTap): () => void {
@@ -115,8 +118,8 @@ export class SourceTap {
     return this.#take(buffer)
   }
 
-  #take (buffer: Buffer): boolean {
-    this.#hash(buffer)
+  #take (buffer: Buffer, hash = true): boolean {
+    if (hash) this.#hash(buffer)
     this.#held.push(buffer)
     this.#heldBytes += buffer.length
     let more = true

@@ -5,6 +5,7 @@ import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyReques
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification } from '../../../types/index'
 import { BodyStream, type PayloadStream } from '../../core/body-stream'
+import { ChunkKeeper } from '../../core/chunk-keeper'
 import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
 import { contentCoding } from '../../core/content-decoding'
 import { isNodeStream } from '../../core/digest-stream'
@@ -15,10 +16,15 @@ import type { DigestParams } from '../../core/option-checks'
 import type { RouteHookInstaller } from '../route-hooks'
 import { kRequestState, kRouteParams, kVerification } from '../symbols'
 import { answerJudged, onError, sendProblem } from './answers'
-import { abandon, checkAtEnd, closeFor, onHeadEnd, undecodable } from './verdict'
+import { abandon, checkAtEnd, closeFor, judge, onHeadEnd, undecodable } from './verdict'
 import { unreadRaw, Verification } from './verification-state'
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
+
+/** A body of at most this many bytes (by its Content-Length) is kept whole at request.raw and hashed once (chunk-keeper.ts). */
+const KEEP_BYTES = 64 * 1024
+
+function ignoreRelease (): void {}
 
 /** The route's first onRequest hook: the claims, what is refused before reading, and the state when the body is followed. */
 function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams): void {
@@ -53,7 +59,12 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   // Read by an earlier hook of the application's: never verified.
   if (request.raw.readableDidRead) return required ? sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING())) : done()
   const wanted = { received, decoded, decodedFields }
-  request[kRequestState] = new Verification(params, claims, coding, wanted, request.routeOptions.bodyLimit as number)
+  const state = request[kRequestState] = new Verification(params, claims, coding, wanted, request.routeOptions.bodyLimit as number)
+  // Not coded (nothing to decode), nothing buffered yet: pushed from now on, every byte is kept.
+  const length = Number(headers['content-length'])
+  if (coding === null && received.size > 0 && length > 0 && length <= KEEP_BYTES && request.raw.readableLength === 0) {
+    state.keeper = new ChunkKeeper(request.raw, length)
+  }
   done()
 }
 
@@ -61,10 +72,16 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
 function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state == null) return done(null, payload)
+  state.phase = 'parsing'
+  if (state.keeper !== null) {
+    if (payload === request.raw) return done(null, payload)
+    // Another plugin's stream, registered before this one, stands between: the bytes it gives are hashed, as received.
+    state.keeper.release()
+    state.keeper = null
+  }
   const head = new BodyStream(payload, state.wanted.received)
   head.side = state.side
   state.streams = { head, last: head }
-  state.phase = 'parsing'
   done(null, head)
 }
 
@@ -72,8 +89,16 @@ function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: P
 function placeStream (request: FastifyRequest, reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
+  if (state.keeper !== null) {
+    if (payload === request.raw) return done(null, payload)
+    // Another stream between request.raw and the parser: judged at its end.
+    const last = new BodyStream(payload, null)
+    last.endCheck = checkAtEnd(request, state)
+    state.streams = { head: null, last }
+    return done(null, last)
+  }
   const streams = state.streams as NonNullable<Verification['streams']>
-  const { head } = streams
+  const head = streams.head as BodyStream
   const decoded = state.wanted.decoded
   // A decoder (as @fastify/compress's is) gives us the decoded bytes.
   const decodeHere = decoded.size > 0 && payload !== head && typeof payload.receivedEncodedLength === 'number'
@@ -101,8 +126,10 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
 
 /** Hashes the unread body at request.raw from now on, whoever reads it; the streams only carry it. */
 function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
-  if (state.streams !== null) state.streams.head.hasher = state.streams.head.side = null
-  const tap = state.tap = new SourceTap(request.raw, state.wanted.received, state.side, checkAtEnd(request, state))
+  const head = state.streams?.head
+  if (head != null) head.hasher = head.side = null
+  const pushed = state.keeper?.release() ?? null
+  const tap = state.tap = new SourceTap(request.raw, state.wanted.received, state.side, checkAtEnd(request, state), pushed)
   tap.checkEnded()
   return tap
 }
@@ -110,8 +137,9 @@ function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const state = request[kRequestState]
   if (state === null) return done()
-  // preValidation comes before any onSend: nothing tapped yet.
-  if (state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
+  // A kept body pushed whole is judged now; preValidation comes before any onSend: nothing tapped yet.
+  if (state.phase !== 'judged' && state.streams === null && state.keeper?.ended === true) judge(request, state, ignoreRelease)
+  else if (state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
   if (state.phase !== 'judged') state.phase = 'reading'
   // No Content-Type nor length fields: fastify runs the handler at once (lib/handle-request.js:55-65),
   // whatever arrives; an empty body is judged first, content left to its reader.

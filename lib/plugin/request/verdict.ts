@@ -4,10 +4,11 @@ import type { FastifyRequest } from 'fastify'
 import type { FieldVerification } from '../../../types/index'
 import { readClaims, type Claim } from '../../core/claims'
 import { DECODABLE_CODINGS } from '../../core/content-decoding'
-import { digestAll, type DigestResults, type EndCheck } from '../../core/digest-stream'
+import type { BodyStream } from '../../core/body-stream'
+import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
-  FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_TRAILER_UNANNOUNCED, FST_DIGEST_UNREAD_TOO_LARGE,
-  FST_DIGEST_UNSUPPORTED_ENCODING
+  FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_TRAILER_UNANNOUNCED,
+  FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
 } from '../../core/errors'
 import { blankFailure, check, fieldList, judge as judgeClaims, NO_DIGESTS, type DigestError, type Failure } from '../../core/problem'
 import { kVerification } from '../symbols'
@@ -27,7 +28,7 @@ export function undecodable (state: Verification): Failure {
 function decodedDigests (state: Verification): DigestResults {
   const { decoded, decodedFields } = state.wanted
   if (decoded.size === 0) return NO_DIGESTS
-  if (state.hasher.bytes === 0) return digestAll(decoded, Buffer.alloc(0))
+  if (state.bytes === 0) return digestAll(decoded, Buffer.alloc(0))
   const decoder = state.side ?? (state.streams as Streams).last
   if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
   if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
@@ -47,22 +48,28 @@ function refuseUnhashed (claims: readonly Claim[], state: Verification): void {
   throw new FST_DIGEST_TRAILER_UNANNOUNCED(names, names)
 }
 
-/** The digests of the bytes received: the tap's, or the head stream's (a foreign preParsing stream may not have read it all). */
-function receivedDigests (state: Verification): DigestResults {
+/** The digests of the bytes received: the tap's, the keeper's or the head stream's (another preParsing stream may not have read it all). */
+function receivedDigests (request: FastifyRequest, state: Verification): DigestResults {
+  // More bytes than the Content-Length (light-my-request may push them; node's parsers do not) were not all kept: fails closed.
+  if (state.keeper?.chunks === null) throw new FST_DIGEST_INCOMPLETE()
   if (state.tap !== null) return state.tap.digests as DigestResults
-  const head = (state.streams as Streams).head
-  head.digests ??= state.hasher.digest()
+  if (state.keeper !== null) {
+    // Behind another stream what it left unread of request.raw is not what was parsed: left out, as a head stream would.
+    return state.keeper.digests(state.wanted.received, state.streams === null ? 0 : request.raw.readableLength)
+  }
+  const head = (state.streams as Streams).head as BodyStream
+  head.digests ??= (head.hasher as MultiDigester).digest()
   return head.digests
 }
 
 /** The failure of the whole body, or null; sets request.digestVerification. */
 function judgeBody (request: FastifyRequest, state: Verification): Failure | null {
   const { params } = state
-  const bytes = state.hasher.bytes
-  const received = receivedDigests(state)
+  const bytes = state.bytes
   let fields: FieldVerification[] = []
   let failure: Failure | null
   try {
+    const received = receivedDigests(request, state)
     if (state.tap?.failure === 'too-large') {
       const names = fieldList(state.claims.map((c) => c.field)) || 'Content-Digest'
       throw Object.assign(new FST_DIGEST_UNREAD_TOO_LARGE(names, String(state.limit)), { headers: closeFor(request) })
@@ -115,7 +122,7 @@ export function checkAtEnd (request: FastifyRequest, state: Verification): EndCh
 /** Empty content needs no decoding (every digest is of the empty string): judged at the end of the bytes received. */
 export function onHeadEnd (request: FastifyRequest, state: Verification): EndCheck {
   return (callback) => {
-    if (state.hasher.bytes > 0) return callback()
+    if (state.bytes > 0) return callback()
     judge(request, state, (err) => {
       callback()
       if (err != null) (state.streams as Streams).last.destroy(err)

@@ -3,6 +3,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { DigestAlgorithm, DigestVerification } from '../../../types/index'
 import type { BodyStream } from '../../core/body-stream'
+import type { ChunkKeeper } from '../../core/chunk-keeper'
 import type { Claim } from '../../core/claims'
 import { createContentDecoders, DecodingTap } from '../../core/content-decoding'
 import type { MultiDigester } from '../../core/digest-stream'
@@ -28,11 +29,16 @@ export type Phase = 'claimed' | 'parsing' | 'reading' | 'judged'
 /** The algorithms to hash over the bytes received and over the decoded content; `decodedFields` names the latter's fields. */
 export interface Wanted { received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, decodedFields: string }
 
-/** The streams preParsing placed: `head` gets the bytes as received, `last` (`head` without a decoder) is what the parser reads. */
-export interface Streams { head: BodyStream, last: BodyStream }
+/**
+ * The streams preParsing placed: `head` hashes the bytes as received (null: a ChunkKeeper keeps them), `last` (`head`
+ * without a decoder or another stream between) is what the parser reads.
+ */
+export interface Streams { head: BodyStream | null, last: BodyStream }
 
 export class Verification {
   phase: Phase = 'claimed'
+  /** A small body of known length: its chunks kept at request.raw, hashed once at the end (until `tap` hashes instead). */
+  keeper: ChunkKeeper | null = null
   /** Set by preParsing; their head hashes the bytes received until `tap` does instead. */
   streams: Streams | null = null
   /** request.raw hashed instead, for a body still unread at preValidation or at a waiting reply. */
@@ -50,9 +56,10 @@ export class Verification {
     if (decoders !== null) this.side = new DecodingTap(decoders, wanted.decoded, limit)
   }
 
-  /** The hasher of the bytes received: the tap's, else the head stream's. */
-  get hasher (): MultiDigester {
-    return this.tap?.hasher ?? (this.streams as Streams).head.hasher as MultiDigester
+  /** How many bytes were received: the tap's count, the keeper's, or the head stream's. */
+  get bytes (): number {
+    if (this.tap !== null) return this.tap.hasher.bytes
+    return this.keeper?.bytes ?? (((this.streams as Streams).head as BodyStream).hasher as MultiDigester).bytes
   }
 }
 

@@ -1,0 +1,88 @@
+// A small body of known length (by its Content-Length, not coded) is kept whole at request.raw and hashed once at its
+// end: in pieces, over HTTP/1.1 and HTTP/2, parsed or read from request.raw after part of it arrived; behind a stream
+// of another plugin's; and past its Content-Length.
+import { test } from 'tap'
+import { Readable } from 'node:stream'
+import Fastify from 'fastify'
+import digestFields = require('../../../lib/index')
+import { sf } from './request-helpers'
+import { assertProblem, failOnCrash, json, pieces, serve, sleep, TRANSPORTS } from './upload-helpers'
+
+const MATCHED = { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] }
+const BODY = Buffer.from(JSON.stringify({ note: 'x'.repeat(2000) }))
+
+for (const transport of TRANSPORTS) {
+  test(`${transport}: a small body in pieces, parsed or read from request.raw once part of it arrived`, async (t) => {
+    failOnCrash(t)
+    const { send } = await serve(t, transport, {}, (app) => {
+      // The route's own onRequest hook runs after the verifier's: the first pieces arrive meanwhile.
+      app.post('/late-raw', { onRequest: async () => { await sleep(120) } }, async (request) => {
+        let bytes = 0
+        for await (const chunk of request.raw) bytes += (chunk as Buffer).length
+        return { bytes, verification: request.digestVerification }
+      })
+    })
+    const headers = { 'content-type': 'application/json', 'content-length': String(BODY.length) }
+    const ok = await send({ path: '/json', headers: { ...headers, 'content-digest': sf(BODY) }, body: pieces(BODY), delay: 20 })
+    t.equal(ok.status, 200)
+    t.same(json(ok).verification, MATCHED)
+    const bad = await send({ path: '/json', headers: { ...headers, 'content-digest': sf('other') }, body: pieces(BODY), delay: 20 })
+    assertProblem(t, bad, 'FST_DIGEST_MISMATCH')
+
+    const raw = { 'content-type': 'application/x-raw', 'content-length': String(BODY.length) }
+    const read = await send({ path: '/late-raw', headers: { ...raw, 'content-digest': sf(BODY) }, body: pieces(BODY), delay: 80 })
+    t.equal(read.status, 200)
+    t.same(json(read), { bytes: BODY.length, verification: MATCHED })
+    const refused = await send({ path: '/late-raw', headers: { ...raw, 'content-digest': sf('other') }, body: pieces(BODY), delay: 80 })
+    assertProblem(t, refused, 'FST_DIGEST_MISMATCH')
+  })
+}
+
+test('an instance-level preParsing stream registered before the plugin: the bytes it gives are checked', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  app.addHook('preParsing', async () => Readable.from([Buffer.from('ABC')]))
+  await app.register(digestFields)
+  app.post('/json', async (request) => ({ body: request.body, verification: request.digestVerification }))
+  const headers = { 'content-type': 'text/plain' }
+  const ok = await app.inject({ method: 'POST', url: '/json', headers: { ...headers, 'content-digest': sf('ABC') }, payload: 'abc' })
+  t.equal(ok.statusCode, 200)
+  t.same(ok.json(), { body: 'ABC', verification: MATCHED })
+  const bad = await app.inject({ method: 'POST', url: '/json', headers: { ...headers, 'content-digest': sf('abc') }, payload: 'abc' })
+  t.equal(bad.statusCode, 400)
+  t.equal(bad.json().code, 'FST_DIGEST_MISMATCH')
+})
+
+test('more bytes than the Content-Length, read by a parser of its own: not all kept, refused', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(digestFields)
+  // Reads the stream itself, without fastify's check of the length.
+  app.addContentTypeParser('application/x-own', (_request, payload, done) => {
+    const parts: Buffer[] = []
+    payload.on('data', (chunk: Buffer) => parts.push(chunk)).on('end', () => done(null, Buffer.concat(parts).toString()))
+  })
+  app.post('/own', async (request) => ({ body: request.body }))
+  const res = await app.inject({
+    method: 'POST',
+    url: '/own',
+    headers: { 'content-type': 'application/x-own', 'content-length': '3', 'content-digest': sf('abcdef') },
+    payload: 'abcdef'
+  })
+  t.equal(res.statusCode, 400)
+  t.equal(res.json().code, 'FST_DIGEST_INCOMPLETE')
+})
+
+test('behind a stream that never reads request.raw: judged on what it read of it, none of what arrived', async (t) => {
+  failOnCrash(t)
+  const { send } = await serve(t, 'h1', {}, (app) => {
+    // Registered after the plugin; it waits until the body has arrived, unread.
+    app.addHook('preParsing', async (request, _reply, payload) => {
+      if (request.url !== '/json') return payload
+      await sleep(100)
+      return Readable.from([Buffer.from('abc')])
+    })
+  })
+  const res = await send({ path: '/json', headers: { 'content-type': 'text/plain', 'content-length': '3', 'content-digest': sf('abc') }, body: ['abc'] })
+  assertProblem(t, res, 'FST_DIGEST_MISMATCH')
+})
