@@ -43,8 +43,11 @@ export class SourceTap {
   digests: DigestResults | null = null
   #ended = false
 
-  /** `pushed`: every chunk pushed before the tap (a ChunkKeeper's), hashed here; without it, what the source buffers is. */
-  constructor (source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck, pushed: readonly Buffer[] | null = null) {
+  /** `pushed`: every chunk pushed before the tap (a ChunkKeeper's), hashed here; without it, what the source buffers. */
+  constructor (
+    source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck,
+    pushed: readonly Buffer[] | null = null
+  ) {
     const target = this.#source = source as Source
     this.#push = target.push
     this.hasher = new MultiDigester(algorithms)

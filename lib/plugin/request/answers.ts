@@ -1,5 +1,5 @@
-// How a request's failure is answered: the problem details in place of a reply (docs/design.md, "Request verification"),
-// and the status of an error thrown for a failed or cut body.
+// How a request's failure is answered: the problem details in place of a reply (docs/design.md, "Request
+// verification"), and the status of an error thrown for a failed or cut body.
 import type { DoneFuncWithErrOrRes, FastifyReply, FastifyRequest } from 'fastify'
 import type { Readable } from 'node:stream'
 import { isNodeStream } from '../../core/digest-stream'
@@ -27,9 +27,12 @@ function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
 }
 
 /** The onSend answer of a judged request: a failure replaces any answer but an error's (ours included). */
-export function answerJudged (state: Verification, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
+export function answerJudged (
+  state: Verification, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes
+): void {
   const failure = state.failure
-  if (failure === null || (reply.statusCode >= 400 && !isDefaultErrorBody(payload, reply.statusCode))) return done(null, payload)
+  const status = reply.statusCode
+  if (failure === null || (status >= 400 && !isDefaultErrorBody(payload, status))) return done(null, payload)
   if (isNodeStream(payload)) (payload as Readable).destroy()
   done(null, problemBody(reply.removeHeader('content-length'), failure))
 }
@@ -38,7 +41,9 @@ const isErrorStatus = (status: unknown): boolean => typeof status === 'number' &
 
 // The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status thrown for a failed or cut body
 // (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the failure's 4xx, or 400 for a cut upload (lib/error-status.js).
-export function onError (request: FastifyRequest, reply: FastifyReply, error: Error & { statusCode?: unknown, status?: unknown }, done: () => void): void {
+type StatusError = Error & { statusCode?: unknown, status?: unknown }
+
+export function onError (request: FastifyRequest, reply: FastifyReply, error: StatusError, done: () => void): void {
   const state = request[kRequestState]
   if (state !== null && !isErrorStatus(error.statusCode) && !isErrorStatus(error.status)) {
     if (state.failure !== null) reply.code(state.failure.statusCode)

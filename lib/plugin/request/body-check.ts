@@ -1,6 +1,6 @@
-// Request verification: request.digestVerification and the route's hooks, each moving the request's Verification through
-// its phases (verification-state.ts; docs/architecture.md, "The Fastify lifecycle, mapped to files"; docs/design.md,
-// "Request verification").
+// Request verification: request.digestVerification and the route's hooks, each moving the request's Verification
+// through its phases (verification-state.ts; docs/architecture.md, "The Fastify lifecycle, mapped to files";
+// docs/design.md, "Request verification").
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm, DigestVerification } from '../../../types/index'
@@ -21,12 +21,12 @@ import { unreadRaw, Verification } from './verification-state'
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
 
-/** A body of at most this many bytes (by its Content-Length) is kept whole at request.raw and hashed once (chunk-keeper.ts). */
+/** A body of at most this many bytes (by its Content-Length) is kept at request.raw and hashed once (chunk-keeper.ts). */
 const KEEP_BYTES = 64 * 1024
 
 function ignoreRelease (): void {}
 
-/** The route's first onRequest hook: the claims, what is refused before reading, and the state when the body is followed. */
+/** The route's first onRequest hook: the claims, what is refused before reading, the state of a body followed. */
 function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams): void {
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
@@ -59,7 +59,8 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   // Read by an earlier hook of the application's: never verified.
   if (request.raw.readableDidRead) return required ? sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING())) : done()
   const wanted = { received, decoded, decodedFields }
-  const state = request[kRequestState] = new Verification(params, claims, coding, wanted, request.routeOptions.bodyLimit as number)
+  const limit = request.routeOptions.bodyLimit as number
+  const state = request[kRequestState] = new Verification(params, claims, coding, wanted, limit)
   // Not coded (nothing to decode), nothing buffered yet: pushed from now on, every byte is kept.
   const length = Number(headers['content-length'])
   if (coding === null && received.size > 0 && length > 0 && length <= KEEP_BYTES && request.raw.readableLength === 0) {
@@ -129,7 +130,8 @@ function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
   const head = state.streams?.head
   if (head != null) head.hasher = head.side = null
   const pushed = state.keeper?.release() ?? null
-  const tap = state.tap = new SourceTap(request.raw, state.wanted.received, state.side, checkAtEnd(request, state), pushed)
+  const onEnd = checkAtEnd(request, state)
+  const tap = state.tap = new SourceTap(request.raw, state.wanted.received, state.side, onEnd, pushed)
   tap.checkEnded()
   return tap
 }
@@ -138,13 +140,16 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
   const state = request[kRequestState]
   if (state === null) return done()
   // A kept body pushed whole is judged now; preValidation comes before any onSend: nothing tapped yet.
-  if (state.phase !== 'judged' && state.streams === null && state.keeper?.ended === true) judge(request, state, ignoreRelease)
-  else if (state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
+  if (state.phase !== 'judged') {
+    if (state.streams === null && state.keeper?.ended === true) judge(request, state, ignoreRelease)
+    else if (unreadRaw(request, state)) tapRaw(request, state)
+  }
   if (state.phase !== 'judged') state.phase = 'reading'
   // No Content-Type nor length fields: fastify runs the handler at once (lib/handle-request.js:55-65),
   // whatever arrives; an empty body is judged first, content left to its reader.
   const headers = request.headers
-  if (state.phase === 'judged' || headers['content-type'] !== undefined || hasContent(headers)) return answerValidation(reply, state, done)
+  const parsed = headers['content-type'] !== undefined || hasContent(headers)
+  if (state.phase === 'judged' || parsed) return answerValidation(reply, state, done)
   const wake = (): void => answerValidation(reply, state, done)
   if (state.tap !== null) {
     state.tap.wake = wake
@@ -175,7 +180,9 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   state.phase = 'reading'
   state.onJudged = () => answerJudged(state, reply, payload, done)
   // The rest cannot be checked: the waiting reply gets the failure, and the connection closes.
-  const cutOff = (): void => abandon(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), closeFor(request)))
+  const cutOff = (): void => {
+    abandon(request, state, blankFailure(state.params, new FST_DIGEST_INCOMPLETE(), closeFor(request)))
+  }
   if (state.tap === null && !unreadRaw(request, state)) {
     // The streams hash it: the last one is read to its end.
     const last = (state.streams as NonNullable<Verification['streams']>).last

@@ -1,5 +1,6 @@
 // A request's verdict: the body judged from its digests (trailers included), or the request abandoned with nothing
-// verified; either ends the verification once ('judged') and wakes a waiting reply (docs/design.md, "Request verification").
+// verified; either ends the verification once ('judged') and wakes a waiting reply (docs/design.md, "Request
+// verification").
 import type { FastifyRequest } from 'fastify'
 import type { FieldVerification } from '../../../types/index'
 import { readClaims, type Claim } from '../../core/claims'
@@ -10,13 +11,16 @@ import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_TRAILER_UNANNOUNCED,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
 } from '../../core/errors'
-import { blankFailure, check, fieldList, judge as judgeClaims, NO_DIGESTS, type DigestError, type Failure } from '../../core/problem'
+import {
+  blankFailure, check, fieldList, judge as judgeClaims, NO_DIGESTS, type DigestError, type Failure
+} from '../../core/problem'
 import { kVerification } from '../symbols'
 import type { Streams, Verification } from './verification-state'
 
 // After a body left unread the connection closes; not named on HTTP/2, which forbids connection-specific fields (RFC 9113 §8.2.2).
 const CLOSE = Object.freeze({ connection: 'close' })
-export const closeFor = (request: FastifyRequest): typeof CLOSE | undefined => request.raw.httpVersionMajor === 2 ? undefined : CLOSE
+export const closeFor = (request: FastifyRequest): typeof CLOSE | undefined =>
+  request.raw.httpVersionMajor === 2 ? undefined : CLOSE
 
 /** The 415 of digests of decoded content whose codings nothing decodes, naming those decoded here (RFC 9110 §15.5.16). */
 export function undecodable (state: Verification): Failure {
@@ -48,13 +52,15 @@ function refuseUnhashed (claims: readonly Claim[], state: Verification): void {
   throw new FST_DIGEST_TRAILER_UNANNOUNCED(names, names)
 }
 
-/** The digests of the bytes received: the tap's, the keeper's or the head stream's (another preParsing stream may not have read it all). */
+/** The digests of the bytes received: the tap's, the keeper's or the head stream's. */
 function receivedDigests (request: FastifyRequest, state: Verification): DigestResults {
-  // More bytes than the Content-Length (light-my-request may push them; node's parsers do not) were not all kept: fails closed.
+  // More bytes than the Content-Length (light-my-request may push them; node's parsers do not) were not all kept:
+  // fails closed.
   if (state.keeper?.chunks === null) throw new FST_DIGEST_INCOMPLETE()
   if (state.tap !== null) return state.tap.digests as DigestResults
   if (state.keeper !== null) {
-    // Behind another stream what it left unread of request.raw is not what was parsed: left out, as a head stream would.
+    // Behind another stream, what it left unread of request.raw is not what was parsed: left out, as a head stream
+    // (which hashes what that stream reads) would.
     return state.keeper.digests(state.wanted.received, state.streams === null ? 0 : request.raw.readableLength)
   }
   const head = (state.streams as Streams).head as BodyStream

@@ -20,13 +20,13 @@ declare module 'fastify' {
   }
 }
 
-// Where a verification stands. 'claimed': onRequest read the claims, nothing is hashed yet; 'parsing': preParsing placed
-// the streams, which the parser reads (a failure found at their end is answered by preValidation); 'reading':
+// Where a verification stands. 'claimed': onRequest read the claims, nothing is hashed yet; 'parsing': preParsing
+// placed the streams, which the parser reads (a failure found at their end is answered by preValidation); 'reading':
 // preValidation ran, or a success waits in onSend (a failure found now errors the stream being read); 'judged': the
 // verdict is in `failure`.
 export type Phase = 'claimed' | 'parsing' | 'reading' | 'judged'
 
-/** The algorithms to hash over the bytes received and over the decoded content; `decodedFields` names the latter's fields. */
+/** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's fields. */
 export interface Wanted { received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, decodedFields: string }
 
 /**
@@ -37,13 +37,13 @@ export interface Streams { head: BodyStream | null, last: BodyStream }
 
 export class Verification {
   phase: Phase = 'claimed'
-  /** A small body of known length: its chunks kept at request.raw, hashed once at the end (until `tap` hashes instead). */
+  /** A small body of known length: its chunks kept at request.raw, hashed once at the end (or handed to `tap`). */
   keeper: ChunkKeeper | null = null
   /** Set by preParsing; their head hashes the bytes received until `tap` does instead. */
   streams: Streams | null = null
   /** request.raw hashed instead, for a body still unread at preValidation or at a waiting reply. */
   tap: SourceTap | null = null
-  /** The side decoder of the decoded digests (null: none needed, none available, or a decoder before the last stream). */
+  /** The side decoder of the decoded digests (null: none needed, none available, or a decoder before the last). */
   side: DecodingTap | null = null
   /** The verdict, once 'judged' (null: none to answer). */
   failure: Failure | null = null
@@ -51,7 +51,10 @@ export class Verification {
   onJudged: (() => void) | null = null
 
   /** `limit`: the route's bodyLimit, which caps decoding and what a waiting reply reads. */
-  constructor (readonly params: DigestParams, readonly claims: Claim[], readonly coding: string | null, readonly wanted: Wanted, readonly limit: number) {
+  constructor (
+    readonly params: DigestParams, readonly claims: Claim[], readonly coding: string | null,
+    readonly wanted: Wanted, readonly limit: number
+  ) {
     const decoders = wanted.decoded.size > 0 ? createContentDecoders(coding as string) : null
     if (decoders !== null) this.side = new DecodingTap(decoders, wanted.decoded, limit)
   }
@@ -63,8 +66,9 @@ export class Verification {
   }
 }
 
-/** For a request not tapped yet: unread, nothing between request.raw and the parser (or no preParsing); a reader may take request.raw. */
+/** For a request not tapped yet: unread, nothing between request.raw and the parser (or no preParsing stream). */
 export function unreadRaw (request: FastifyRequest, state: Verification): boolean {
   const streams = state.streams
-  return streams === null || (streams.last === streams.head && streams.head.origin === request.raw && !streams.head.started)
+  if (streams === null) return true
+  return streams.last === streams.head && streams.head.origin === request.raw && !streams.head.started
 }
