@@ -136,14 +136,18 @@ function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
   return tap
 }
 
+/** A kept body pushed whole, with no stream of another plugin's to wait for, is judged now; whether it was. */
+function judgeKept (request: FastifyRequest, state: Verification): boolean {
+  if (state.phase === 'judged' || state.streams !== null || state.keeper?.ended !== true) return false
+  judge(request, state, ignoreRelease)
+  return true
+}
+
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const state = request[kRequestState]
   if (state === null) return done()
-  // A kept body pushed whole is judged now; preValidation comes before any onSend: nothing tapped yet.
-  if (state.phase !== 'judged') {
-    if (state.streams === null && state.keeper?.ended === true) judge(request, state, ignoreRelease)
-    else if (unreadRaw(request, state)) tapRaw(request, state)
-  }
+  // preValidation comes before any onSend: nothing tapped yet.
+  if (!judgeKept(request, state) && state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
   if (state.phase !== 'judged') state.phase = 'reading'
   // No Content-Type nor length fields: fastify runs the handler at once (lib/handle-request.js:55-65),
   // whatever arrives; an empty body is judged first, content left to its reader.
@@ -169,6 +173,8 @@ function answerValidation (reply: FastifyReply, state: Verification, done: HookH
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
+  // A kept body the parser refused (corrupt JSON) before preValidation: its digest failure is answered first.
+  judgeKept(request, state)
   if (state.phase === 'judged') return answerJudged(state, reply, payload, done)
   if (reply.statusCode >= 400) state.tap?.stop()
   if (reply.statusCode >= 400 || isNodeStream(payload)) return done(null, payload)

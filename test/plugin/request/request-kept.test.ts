@@ -101,3 +101,17 @@ test('a small body reaches the parser as request.raw itself, and is verified', a
   t.equal(res.statusCode, 200)
   t.same(res.json(), { body: { same: true }, verification: MATCHED })
 })
+
+test('a kept body that fails its digest and does not parse: the digest failure is answered', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(digestFields)
+  app.post('/json', async (request) => ({ verification: request.digestVerification }))
+  const headers = { 'content-type': 'application/json' }
+  const bad = await app.inject({ method: 'POST', url: '/json', headers: { ...headers, 'content-digest': sf('other') }, payload: '{bad json' })
+  t.equal(bad.statusCode, 400)
+  t.equal(bad.json().code, 'FST_DIGEST_MISMATCH')
+  const unparsed = await app.inject({ method: 'POST', url: '/json', headers: { ...headers, 'content-digest': sf('{bad json') }, payload: '{bad json' })
+  t.equal(unparsed.statusCode, 400)
+  t.equal(unparsed.json().code, 'FST_ERR_CTP_INVALID_JSON_BODY')
+})
