@@ -63,7 +63,8 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   const state = request[kRequestState] = new Verification(params, claims, coding, wanted, limit)
   // Not coded (nothing to decode), nothing buffered yet: pushed from now on, every byte is kept.
   const length = Number(headers['content-length'])
-  if (coding === null && received.size > 0 && length > 0 && length <= KEEP_BYTES && request.raw.readableLength === 0) {
+  const small = length > 0 && length <= KEEP_BYTES && length <= limit
+  if (coding === null && received.size > 0 && small && request.raw.readableLength === 0) {
     state.keeper = new ChunkKeeper(request.raw, length)
   }
   done()
@@ -173,8 +174,8 @@ function answerValidation (reply: FastifyReply, state: Verification, done: HookH
 function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: DoneFuncWithErrOrRes): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
-  // A kept body the parser refused (corrupt JSON) before preValidation: its digest failure is answered first.
-  judgeKept(request, state)
+  // A kept body the parser read whole and refused (corrupt JSON) before preValidation: its digest failure comes first.
+  if (request.raw.readableEnded) judgeKept(request, state)
   if (state.phase === 'judged') return answerJudged(state, reply, payload, done)
   if (reply.statusCode >= 400) state.tap?.stop()
   if (reply.statusCode >= 400 || isNodeStream(payload)) return done(null, payload)

@@ -115,3 +115,15 @@ test('a kept body that fails its digest and does not parse: the digest failure i
   t.equal(unparsed.statusCode, 400)
   t.equal(unparsed.json().code, 'FST_ERR_CTP_INVALID_JSON_BODY')
 })
+
+test('a kept body no parser reads (415) keeps fastify\'s answer, whatever its digest', async (t) => {
+  failOnCrash(t)
+  const { send } = await serve(t, 'h1', {}, (app) => {
+    // The body arrives, unread, while the route's own onRequest hook waits.
+    app.post('/late-json', { onRequest: async () => { await sleep(100) } }, async () => ({ ran: true }))
+  })
+  const headers = { 'content-type': 'application/x-unknown', 'content-length': '3', 'content-digest': sf('other') }
+  const res = await send({ path: '/late-json', headers, body: ['abc'] })
+  t.equal(res.status, 415)
+  t.equal(json(res).code, 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+})
