@@ -44,19 +44,22 @@ export function readClaims (section: Record<string, string | string[] | undefine
   return claims
 }
 
-// Adds to `received` the algorithms to hash over the bytes as received, to `decoded` those over the decoded content: the
-// enabled ones the claims name (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field
-// announces (RFC 9110 §6.6.2). Returns the decoded fields.
+/** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's fields. */
+export interface Wanted { received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, decodedFields: string }
+
+// The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
+// (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces (RFC 9110 §6.6.2).
 export function collectAlgorithms (
-  received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, claims: readonly Claim[],
-  trailer: string | undefined, policy: ClaimPolicy, coding: string | null
-): string {
+  claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
+): Wanted {
+  const received = new Set<DigestAlgorithm>()
+  const decoded = new Set<DigestAlgorithm>()
   const decodedFields: string[] = []
   for (const claim of claims) {
     if (claim.decoded) decodedFields.push(claim.field)
     for (const algorithm of policy.algorithms) if (claim.received.has(algorithm)) (claim.decoded ? decoded : received).add(algorithm)
   }
-  if (trailer === undefined) return decodedFields.join(', ')
+  if (trailer === undefined) return { received, decoded, decodedFields: decodedFields.join(', ') }
   for (const name of trailer.split(',')) {
     const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
     if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
@@ -64,5 +67,5 @@ export function collectAlgorithms (
     if (fromDecoded && !decodedFields.includes(field)) decodedFields.push(field)
     for (const algorithm of policy.algorithms) (fromDecoded ? decoded : received).add(algorithm)
   }
-  return decodedFields.join(', ')
+  return { received, decoded, decodedFields: decodedFields.join(', ') }
 }

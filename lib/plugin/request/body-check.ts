@@ -3,7 +3,7 @@
 // docs/design.md, "Request verification").
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Readable } from 'node:stream'
-import type { DigestAlgorithm, DigestVerification } from '../../../types/index'
+import type { DigestVerification } from '../../../types/index'
 import { BodyStream, type PayloadStream } from '../../core/body-stream'
 import { ChunkKeeper } from '../../core/chunk-keeper'
 import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
@@ -37,9 +37,8 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   } catch (err) {
     return sendProblem(reply, blankFailure(params, err as DigestError))
   }
-  const received = new Set<DigestAlgorithm>()
-  const decoded = new Set<DigestAlgorithm>()
-  const decodedFields = collectAlgorithms(received, decoded, claims, headers.trailer, params, coding)
+  const wanted = collectAlgorithms(claims, headers.trailer, params, coding)
+  const { received, decoded } = wanted
   const required = params.verify === 'required'
   // Nothing to hash: settled now, but a 'required' body of unknown length is counted, and a body that may end in a
   // trailer section (chunked HTTP/1.1, RFC 9112 §7.1.2; any HTTP/2 request, RFC 9113 §8.1) is followed to its end,
@@ -58,7 +57,6 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   request[kVerification] = { verified: false, reason: 'unread', fields: [] }
   // Read by an earlier hook of the application's: never verified.
   if (request.raw.readableDidRead) return required ? sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING())) : done()
-  const wanted = { received, decoded, decodedFields }
   const limit = request.routeOptions.bodyLimit as number
   const state = request[kRequestState] = new Verification(params, claims, coding, wanted, limit)
   // Not coded (nothing to decode), nothing buffered yet: pushed from now on, every byte is kept.

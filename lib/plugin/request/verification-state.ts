@@ -1,10 +1,10 @@
 // A request's verification as one state: its phase, what it claims, where its body is hashed, and its verdict
 // (docs/design.md, "Request verification"; the hooks that move it are in body-check.ts).
 import type { FastifyRequest } from 'fastify'
-import type { DigestAlgorithm, DigestVerification } from '../../../types/index'
+import type { DigestVerification } from '../../../types/index'
 import type { BodyStream } from '../../core/body-stream'
 import type { ChunkKeeper } from '../../core/chunk-keeper'
-import type { Claim } from '../../core/claims'
+import type { Claim, Wanted } from '../../core/claims'
 import { createContentDecoders, DecodingTap } from '../../core/content-decoding'
 import type { MultiDigester } from '../../core/digest-stream'
 import type { DigestParams } from '../../core/option-checks'
@@ -25,9 +25,6 @@ declare module 'fastify' {
 // preValidation ran, or a success waits in onSend (a failure found now errors the stream being read); 'judged': the
 // verdict is in `failure`.
 export type Phase = 'claimed' | 'parsing' | 'reading' | 'judged'
-
-/** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's fields. */
-export interface Wanted { received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, decodedFields: string }
 
 /**
  * The streams preParsing placed: `head` hashes the bytes as received (null: a ChunkKeeper keeps them), `last` (`head`
