@@ -80,6 +80,14 @@ export function invalidReason (algorithm: string): string {
   return length === undefined ? 'digest value cannot be produced by the algorithm' : `digest value is not ${length} bytes long`
 }
 
+/** Whether a value of the fields was invalid or did not match. */
+function anyFailed (fields: readonly FieldVerification[]): boolean {
+  for (const field of fields) {
+    for (const { outcome } of field.results) if (outcome === 'invalid-length' || outcome === 'mismatched') return true
+  }
+  return false
+}
+
 type Member = (algorithm: string, claim: Claim) => { header: string }
 
 // The draft's types in the order judged: the outcome each lists, its error, and its member naming each algorithm.
@@ -95,8 +103,9 @@ const TYPED: Array<[string, new (fields: string) => DigestError, { type: string,
 // The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
 // `required` and no field verified: the unsupported algorithms named, or a missing digest.
 export function judge (claims: readonly Claim[], fields: readonly FieldVerification[], policy: JudgePolicy, required: boolean): Failure | null {
+  // Unsupported algorithms are refused only under `required` with nothing verified.
+  if (!anyFailed(fields) && (!required || fields.some((f) => f.ok))) return null
   for (const [outcome, Refusal, type, member, entry] of TYPED) {
-    if (outcome === 'unsupported' && (!required || fields.some((f) => f.ok))) return null
     const entries: Array<{ header: string }> = []
     for (let i = 0; i < fields.length; i++) {
       for (const result of (fields[i] as FieldVerification).results) {

@@ -26,8 +26,12 @@ const KEEP_BYTES = 64 * 1024
 
 function ignoreRelease (): void {}
 
+/** What a route's onRequest hook needs: its options and its bodyLimit. */
+interface RouteVerifier { readonly params: DigestParams, limit: number }
+
 /** The route's first onRequest hook: the claims, what is refused before reading, the state of a body followed. */
-function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams): void {
+function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, route: RouteVerifier): void {
+  const { params, limit } = route
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
   const coding = contentCoding(headers['content-encoding'])
@@ -54,10 +58,13 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
     request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread }
     return done()
   }
-  request[kVerification] = { verified: false, reason: 'unread', fields: [] }
   // Read by an earlier hook of the application's: never verified.
-  if (request.raw.readableDidRead) return required ? sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING())) : done()
-  const limit = request.routeOptions.bodyLimit as number
+  if (request.raw.readableDidRead) {
+    if (required) return sendProblem(reply, blankFailure(params, new FST_DIGEST_MISSING()))
+    request[kVerification] = unreadVerification()
+    return done()
+  }
+  // Until judged, request.digestVerification reads 'unread' (its getter).
   const state = request[kRequestState] = new Verification(params, claims, coding, wanted, limit)
   // Not coded (nothing to decode), nothing buffered yet: pushed from now on, every byte is kept.
   const length = Number(headers['content-length'])
@@ -202,6 +209,8 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
+const unreadVerification = (): DigestVerification => ({ verified: false, reason: 'unread', fields: [] })
+
 /** request.digestVerification where the verifier never runs, worked out when read: no digests, `verify: false`, bodyless methods. */
 function defaultVerification (request: FastifyRequest): DigestVerification | null {
   const params = (request.routeOptions.config as { [kRouteParams]?: DigestParams } | undefined)?.[kRouteParams]
@@ -215,7 +224,11 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
   fastify.decorateRequest(kRequestState, null)
   fastify.decorateRequest(kVerification, null)
   fastify.decorateRequest('digestVerification', {
-    getter (this: FastifyRequest) { return this[kVerification] ?? (this[kVerification] = defaultVerification(this)) },
+    getter (this: FastifyRequest) {
+      // Not judged yet: a new object on each read, the verdict replacing it.
+      if (this[kVerification] === null && this[kRequestState] !== null) return unreadVerification()
+      return this[kVerification] ?? (this[kVerification] = defaultVerification(this))
+    },
     setter (this: FastifyRequest, value: DigestVerification | null) { this[kVerification] = value }
   })
   fastify.addHook('preParsing', hashReceived)
@@ -223,8 +236,12 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
     onRoute (routeOptions, params) {
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (params.verify === false || methods.every((m) => BODYLESS_METHODS.has(m.toUpperCase()))) return null
+      const route: RouteVerifier = { params, limit: 0 }
       function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-        readRequest(request, reply, done, params)
+        // fastify lib/request.js builds request.routeOptions anew on each read: the limit is read from the route's options
+        // once they are final (at the first request), as lib/request.js:189-195 does (the route's, else the server's).
+        if (route.limit === 0) route.limit = (routeOptions.bodyLimit || fastify.initialConfig.bodyLimit) as number
+        readRequest(request, reply, done, route)
       }
       return {
         onRequestFirst: digestVerifyRequest,
