@@ -46,10 +46,15 @@ export class ChunkKeeper {
     return this.chunks
   }
 
-  /** One-shot digests of the bytes pushed but the last `unread`; not past the bound (`chunks` not null). */
-  digests (algorithms: Iterable<DigestAlgorithm>, unread: number): DigestResults {
+  /** The bytes pushed but the last `unread`; not past the bound (`chunks` not null). */
+  whole (unread: number): Buffer {
     const chunks = this.chunks as Buffer[]
     const whole = chunks.length === 1 ? chunks[0] as Buffer : Buffer.concat(chunks, this.bytes)
-    return digestAll(algorithms, unread === 0 ? whole : whole.subarray(0, whole.length - unread))
+    return unread === 0 ? whole : whole.subarray(0, whole.length - unread)
+  }
+
+  /** One-shot digests of whole(unread). */
+  digests (algorithms: Iterable<DigestAlgorithm>, unread: number): DigestResults {
+    return digestAll(algorithms, this.whole(unread))
   }
 }

@@ -75,9 +75,15 @@ export function createContentDecoders (coding: string, { chunkSize, queue, rawDe
   }) as unknown as DecoderStages
 }
 
-/** A whole body of decodingOrder()'s codings decoded, each step capped at `max` bytes; throws on bad data. */
-export function decodeWhole (codings: readonly string[], data: Buffer, max: number): Buffer {
-  return codings.reduce((out, c) => (DECODERS.get(c) as [Factory, Decode])[1](out, { maxOutputLength: max }), data)
+/**
+ * A whole body of decodingOrder()'s codings decoded, each step capped at `max` bytes (past it node:zlib throws
+ * ERR_BUFFER_TOO_LARGE); throws on bad data. `rawDeflate`: `deflate` read as raw deflate too, as fetch does.
+ */
+export function decodeWhole (codings: readonly string[], data: Buffer, max: number, rawDeflate = true): Buffer {
+  return codings.reduce((out, c) => {
+    const decode = c === 'deflate' && !rawDeflate ? zlib.inflateSync : (DECODERS.get(c) as [Factory, Decode])[1]
+    return decode(out, { maxOutputLength: max })
+  }, data)
 }
 
 // Decodes and hashes the decoded bytes, writes gathered up to `batch` bytes (a thread-pool round trip each); stops with

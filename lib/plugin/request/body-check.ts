@@ -7,7 +7,7 @@ import type { DigestVerification } from '../../../types/index'
 import { BodyStream, type PayloadStream } from '../../core/body-stream'
 import { ChunkKeeper } from '../../core/chunk-keeper'
 import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
-import { contentCoding } from '../../core/content-decoding'
+import { contentCoding, decodingOrder } from '../../core/content-decoding'
 import { isNodeStream } from '../../core/digest-stream'
 import { FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING } from '../../core/errors'
 import { blankFailure, check, judge as judgeClaims, NO_DIGESTS, type DigestError } from '../../core/problem'
@@ -23,6 +23,9 @@ type ParsingDone = (err: Error | null, stream?: Readable) => void
 
 /** A body of at most this many bytes (by its Content-Length) is kept at request.raw and hashed once (chunk-keeper.ts). */
 const KEEP_BYTES = 64 * 1024
+
+/** A kept coded body is decoded whole only under a bodyLimit of at most fastify's default (1 MiB: fastify.js:921, defaultInitOptions). */
+const DECODE_WHOLE_BYTES = 1024 * 1024
 
 function ignoreRelease (): void {}
 
@@ -66,11 +69,15 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   }
   // Until judged, request.digestVerification reads 'unread' (its getter).
   const state = request[kRequestState] = new Verification(params, claims, coding, wanted, limit)
-  // Not coded (nothing to decode), nothing buffered yet: pushed from now on, every byte is kept.
+  // Nothing buffered yet: pushed from now on, every byte is kept. A coded body is decoded whole at its end (verdict.ts),
+  // synchronously, so only where bodyLimit bounds that work as it bounds fastify's own parsing of a body.
   const length = Number(headers['content-length'])
   const small = length > 0 && length <= KEEP_BYTES && length <= limit
-  if (coding === null && received.size > 0 && small && request.raw.readableLength === 0) {
+  const decodable = decoded.size === 0 || (limit <= DECODE_WHOLE_BYTES && decodingOrder(coding as string) !== null)
+  if (small && decodable && request.raw.readableLength === 0) {
     state.keeper = new ChunkKeeper(request.raw, length)
+  } else {
+    state.openSide()
   }
   done()
 }
@@ -85,11 +92,19 @@ function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: P
     // Another plugin's stream, registered before this one, stands between: the bytes it gives are hashed, as received.
     state.keeper.release()
     state.keeper = null
+    state.openSide()
   }
   const head = new BodyStream(payload, state.wanted.received)
   head.side = state.side
   state.streams = { head, last: head }
   done(null, head)
+}
+
+/** A decoder's stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
+function closedEarly (request: FastifyRequest, state: Verification): () => void {
+  return () => abandon(request, state, state.onJudged === null
+    ? null
+    : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.wanted.decodedFields, state.coding)))
 }
 
 /** The last route-level preParsing hook: after any decoder. */
@@ -101,6 +116,7 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
     // Another stream between request.raw and the parser: judged at its end.
     const last = new BodyStream(payload, null)
     last.endCheck = checkAtEnd(request, state)
+    if (state.wanted.decoded.size > 0 && typeof payload.receivedEncodedLength === 'number') last.once('close', closedEarly(request, state))
     state.streams = { head: null, last }
     return done(null, last)
   }
@@ -121,10 +137,7 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
     if (decodeHere) {
       last.limit = state.limit
       head.endCheck = onHeadEnd(request, state)
-      // Closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure.
-      last.once('close', () => abandon(request, state, state.onJudged === null
-        ? null
-        : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.wanted.decodedFields, state.coding))))
+      last.once('close', closedEarly(request, state))
     }
   }
   streams.last.endCheck = checkAtEnd(request, state)
@@ -136,6 +149,7 @@ function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
   const head = state.streams?.head
   if (head != null) head.hasher = head.side = null
   const pushed = state.keeper?.release() ?? null
+  if (pushed !== null) state.openSide()
   const onEnd = checkAtEnd(request, state)
   const tap = state.tap = new SourceTap(request.raw, state.wanted.received, state.side, onEnd, pushed)
   tap.checkEnded()
@@ -184,7 +198,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   if (state.phase === 'judged') return answerJudged(state, reply, payload, done)
   if (reply.statusCode >= 400) state.tap?.stop()
   if (reply.statusCode >= 400 || isNodeStream(payload)) return done(null, payload)
-  if (state.streams === null && state.wanted.decoded.size > 0 && state.side === null) {
+  if (state.streams === null && state.keeper === null && state.wanted.decoded.size > 0 && state.side === null) {
     // Answered before preParsing, which never runs now: nothing decodes these codings.
     abandon(request, state, undecodable(state))
     return answerJudged(state, reply, payload, done)

@@ -4,8 +4,9 @@
 import type { FastifyRequest } from 'fastify'
 import type { FieldVerification } from '../../../types/index'
 import { readClaims, type Claim } from '../../core/claims'
-import { DECODABLE_CODINGS } from '../../core/content-decoding'
+import { DECODABLE_CODINGS, decodeWhole, decodingOrder } from '../../core/content-decoding'
 import type { BodyStream } from '../../core/body-stream'
+import type { ChunkKeeper } from '../../core/chunk-keeper'
 import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_TRAILER_UNANNOUNCED,
@@ -28,11 +29,26 @@ export function undecodable (state: Verification): Failure {
   return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
 }
 
+/** A kept body decoded whole (its codings' decodingOrder(), as the side decoder's), capped at the route's bodyLimit. */
+function decodeKept (request: FastifyRequest, state: Verification): Buffer {
+  const { keeper, coding, limit } = state
+  const bytes = (keeper as ChunkKeeper).whole(unreadKept(request, state))
+  try {
+    return decodeWhole(decodingOrder(coding as string) as string[], bytes, limit, false)
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw new FST_DIGEST_CONTENT_TOO_LARGE(state.wanted.decodedFields, String(limit))
+    }
+    throw new FST_DIGEST_INVALID_ENCODING(state.wanted.decodedFields, coding)
+  }
+}
+
 /** The digests of the decoded content. Throws why there are none. */
-function decodedDigests (state: Verification): DigestResults {
+function decodedDigests (request: FastifyRequest, state: Verification): DigestResults {
   const { decoded, decodedFields } = state.wanted
   if (decoded.size === 0) return NO_DIGESTS
   if (state.bytes === 0) return digestAll(decoded, Buffer.alloc(0))
+  if (state.tap === null && state.keeper !== null) return digestAll(decoded, decodeKept(request, state))
   const decoder = state.side ?? (state.streams as Streams).last
   if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
   if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
@@ -52,17 +68,18 @@ function refuseUnhashed (claims: readonly Claim[], state: Verification): void {
   throw new FST_DIGEST_TRAILER_UNANNOUNCED(names, names)
 }
 
+// Behind another stream, what it left unread of request.raw is not what was parsed: left out of a kept body, as a head
+// stream (which hashes what that stream reads) would.
+const unreadKept = (request: FastifyRequest, state: Verification): number =>
+  state.streams === null ? 0 : request.raw.readableLength
+
 /** The digests of the bytes received: the tap's, the keeper's or the head stream's. */
 function receivedDigests (request: FastifyRequest, state: Verification): DigestResults {
   // More bytes than the Content-Length (light-my-request may push them; node's parsers do not) were not all kept:
   // fails closed.
   if (state.keeper?.chunks === null) throw new FST_DIGEST_INCOMPLETE()
   if (state.tap !== null) return state.tap.digests as DigestResults
-  if (state.keeper !== null) {
-    // Behind another stream, what it left unread of request.raw is not what was parsed: left out, as a head stream
-    // (which hashes what that stream reads) would.
-    return state.keeper.digests(state.wanted.received, state.streams === null ? 0 : request.raw.readableLength)
-  }
+  if (state.keeper !== null) return state.keeper.digests(state.wanted.received, unreadKept(request, state))
   const head = (state.streams as Streams).head as BodyStream
   head.digests ??= (head.hasher as MultiDigester).digest()
   return head.digests
@@ -80,7 +97,7 @@ function judgeBody (request: FastifyRequest, state: Verification): Failure | nul
       const names = fieldList(state.claims.map((c) => c.field)) || 'Content-Digest'
       throw Object.assign(new FST_DIGEST_UNREAD_TOO_LARGE(names, String(state.limit)), { headers: closeFor(request) })
     }
-    const decoded = decodedDigests(state)
+    const decoded = decodedDigests(request, state)
     // Digests in the trailer section count too (RFC 9110 §6.5).
     const trailers = request.raw.trailers as Record<string, string> | undefined
     const trailerClaims = trailers === undefined ? NO_CLAIMS : readClaims(trailers, params, state.coding)

@@ -51,9 +51,12 @@ export class Verification {
   constructor (
     readonly params: DigestParams, readonly claims: Claim[], readonly coding: string | null,
     readonly wanted: Wanted, readonly limit: number
-  ) {
-    const decoders = wanted.decoded.size > 0 ? createContentDecoders(coding as string) : null
-    if (decoders !== null) this.side = new DecodingTap(decoders, wanted.decoded, limit)
+  ) {}
+
+  /** Makes the side decoder, for bytes hashed as they come (a kept body is decoded whole instead, verdict.ts). */
+  openSide (): void {
+    const decoders = this.wanted.decoded.size > 0 ? createContentDecoders(this.coding as string) : null
+    if (decoders !== null) this.side = new DecodingTap(decoders, this.wanted.decoded, this.limit)
   }
 
   /** How many bytes were received: the tap's count, the keeper's, or the head stream's. */
