@@ -45,12 +45,14 @@ function usualOf (params: DigestParams): Usual {
 function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual): FieldPlan | null {
   const h = request.headers
   const asked = h['accept-signature']
-  // `alone`: nothing but Accept-Signature's value can change the plan.
-  const alone = request.method !== 'HEAD' && h['want-content-digest'] === undefined && h['want-repr-digest'] === undefined &&
-    h['want-unencoded-digest'] === undefined && h['repr-digest'] === undefined && h.te === undefined
+  // `alone`: nothing but Accept-Signature's value can change the plan; a Repr-Digest is a precondition on a GET only
+  // (a HEAD never has the usual plan), planFields' preconditionOf().
+  const method = request.method
+  const alone = method !== 'HEAD' && h['want-content-digest'] === undefined && h['want-repr-digest'] === undefined &&
+    h['want-unencoded-digest'] === undefined && (h['repr-digest'] === undefined || method !== 'GET') && h.te === undefined
   if (alone && asked === undefined) return usual.plan
   if (alone && usual.asked !== null && usual.asked.value === asked) return usual.asked.plan
-  const plan = planFields({ method: request.method, httpVersion: request.raw.httpVersion, headers: h }, params)
+  const plan = planFields({ method, httpVersion: request.raw.httpVersion, headers: h }, params)
   if (alone && typeof asked === 'string') usual.asked = { value: asked, plan, write: writerOf(plan, params) }
   return plan
 }
