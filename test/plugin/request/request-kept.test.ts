@@ -4,10 +4,10 @@
 import { test } from 'tap'
 import { Readable } from 'node:stream'
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
-import Fastify from 'fastify'
+import Fastify, { type FastifyInstance } from 'fastify'
 import digestFields = require('../../../lib/index')
 import { sf } from './request-helpers'
-import { assertProblem, failOnCrash, json, pieces, serve, sleep, TRANSPORTS } from './upload-helpers'
+import { assertProblem, failOnCrash, json, pieces, serve, sleep, TRANSPORTS, type TapTest } from './upload-helpers'
 
 const MATCHED = { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] }
 const BODY = Buffer.from(JSON.stringify({ note: 'x'.repeat(2000) }))
@@ -88,7 +88,8 @@ test('behind a stream that never reads request.raw: judged on what it read of it
   assertProblem(t, res, 'FST_DIGEST_MISMATCH')
 })
 
-test('a small body reaches the parser as request.raw itself, and is verified', async (t) => {
+/** A route whose parser answers whether it was handed request.raw itself (`same`), and the verification. */
+async function sameApp (t: TapTest): Promise<FastifyInstance> {
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(digestFields)
@@ -98,20 +99,18 @@ test('a small body reaches the parser as request.raw itself, and is verified', a
     payload.resume().once('end', () => done(null, { same }))
   })
   app.post('/same', async (request) => ({ body: request.body, verification: request.digestVerification }))
+  return app
+}
+
+test('a small body reaches the parser as request.raw itself, and is verified', async (t) => {
+  const app = await sameApp(t)
   const res = await app.inject({ method: 'POST', url: '/same', headers: { 'content-type': 'application/x-same', 'content-digest': sf('abc') }, payload: 'abc' })
   t.equal(res.statusCode, 200)
   t.same(res.json(), { body: { same: true }, verification: MATCHED })
 })
 
 test('a small coded body reaches the parser as request.raw, decoded whole for its Repr-Digest', async (t) => {
-  const app = Fastify()
-  t.teardown(() => app.close())
-  await app.register(digestFields)
-  app.addContentTypeParser('application/x-same', (request, payload, done) => {
-    const same = payload === request.raw
-    payload.resume().once('end', () => done(null, { same }))
-  })
-  app.post('/same', async (request) => ({ body: request.body, verification: request.digestVerification }))
+  const app = await sameApp(t)
   const headers = { 'content-type': 'application/x-same' }
   const json = '{"kept":true}'
   for (const [coding, coded] of [['gzip', gzipSync(json)], ['br, gzip', gzipSync(brotliCompressSync(json))]] as const) {
