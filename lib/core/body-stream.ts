@@ -1,6 +1,7 @@
 // The stream a preParsing hook hands on (fastify docs/Reference/Hooks.md) to hash a parsed body: each chunk of
 // `origin`, read once this stream is read (`started`), is hashed, given to `side` (a decoder; held while it is full)
-// and pushed, `origin` paused while our reader is full. At the end `endCheck` chooses the clean end or an error, the parser's to
+// and pushed, `origin` paused while our reader is full. At the end `endCheck` chooses the clean end or an error, the
+// parser's to
 // answer with a 4xx (fastify lib/content-type-parser.js rawBody). Pure: node:stream, no fastify.
 import { finished, Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'

@@ -44,11 +44,12 @@ export function readClaims (section: Record<string, string | string[] | undefine
   return claims
 }
 
-/** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's fields. */
+/** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's. */
 export interface Wanted { received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, decodedFields: string }
 
 // The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
-// (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces (RFC 9110 §6.6.2).
+// (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces
+// (RFC 9110 §6.6.2).
 export function collectAlgorithms (
   claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): Wanted {

@@ -43,7 +43,7 @@ export class SourceTap {
   digests: DigestResults | null = null
   #ended = false
 
-  /** `pushed`: every chunk pushed before the tap (a ChunkKeeper's), hashed here; without it, what the source buffers. */
+  /** `pushed`: every chunk pushed before the tap (a ChunkKeeper's), hashed here; else what the source buffers. */
   constructor (
     source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck,
     pushed: readonly Buffer[] | null = null

@@ -21,10 +21,10 @@ import { unreadRaw, Verification } from './verification-state'
 
 type ParsingDone = (err: Error | null, stream?: Readable) => void
 
-/** A body of at most this many bytes (by its Content-Length) is kept at request.raw and hashed once (chunk-keeper.ts). */
+/** A body of at most this many bytes (its Content-Length) is kept at request.raw, hashed once (chunk-keeper.ts). */
 const KEEP_BYTES = 64 * 1024
 
-/** A kept coded body is decoded whole only under a bodyLimit of at most fastify's default (1 MiB: fastify.js:921, defaultInitOptions). */
+/** A kept coded body is decoded whole only under a bodyLimit of at most fastify's default (1 MiB, fastify.js:921). */
 const DECODE_WHOLE_BYTES = 1024 * 1024
 
 function ignoreRelease (): void {}
@@ -33,7 +33,9 @@ function ignoreRelease (): void {}
 interface RouteVerifier { readonly params: DigestParams, limit: number }
 
 /** The route's first onRequest hook: the claims, what is refused before reading, the state of a body followed. */
-function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, route: RouteVerifier): void {
+function readRequest (
+  request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, route: RouteVerifier
+): void {
   const { params, limit } = route
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
@@ -69,8 +71,8 @@ function readRequest (request: FastifyRequest, reply: FastifyReply, done: HookHa
   }
   // Until judged, request.digestVerification reads 'unread' (its getter).
   const state = request[kRequestState] = new Verification(params, claims, coding, wanted, limit)
-  // Nothing buffered yet: pushed from now on, every byte is kept. A coded body is decoded whole at its end (verdict.ts),
-  // synchronously, so only where bodyLimit bounds that work as it bounds fastify's own parsing of a body.
+  // Nothing buffered yet: pushed from now on, every byte is kept. A coded body is decoded whole at its end
+  // (verdict.ts), synchronously, so only where bodyLimit bounds that work as it bounds fastify's own parsing of a body.
   const length = Number(headers['content-length'])
   const small = length > 0 && length <= KEEP_BYTES && length <= limit
   const decodable = decoded.size === 0 || (limit <= DECODE_WHOLE_BYTES && decodingOrder(coding as string) !== null)
@@ -100,7 +102,10 @@ function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: P
   done(null, head)
 }
 
-/** A decoder's stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply gets the failure. */
+/**
+ * A decoder's stream closed before its end (the decoder failed, its reader gave up): nothing verified; a waiting reply
+ * gets the failure.
+ */
 function closedEarly (request: FastifyRequest, state: Verification): () => void {
   return () => abandon(request, state, state.onJudged === null
     ? null
@@ -116,7 +121,8 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
     // Another stream between request.raw and the parser: judged at its end.
     const last = new BodyStream(payload, null)
     last.endCheck = checkAtEnd(request, state)
-    if (state.wanted.decoded.size > 0 && typeof payload.receivedEncodedLength === 'number') last.once('close', closedEarly(request, state))
+    const decoder = typeof payload.receivedEncodedLength === 'number'
+    if (state.wanted.decoded.size > 0 && decoder) last.once('close', closedEarly(request, state))
     state.streams = { head: null, last }
     return done(null, last)
   }
@@ -252,8 +258,9 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
       if (params.verify === false || methods.every((m) => BODYLESS_METHODS.has(m.toUpperCase()))) return null
       const route: RouteVerifier = { params, limit: 0 }
       function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
-        // fastify lib/request.js builds request.routeOptions anew on each read: the limit is read from the route's options
-        // once they are final (at the first request), as lib/request.js:189-195 does (the route's, else the server's).
+        // fastify lib/request.js builds request.routeOptions anew on each read: the limit is read from the route's
+        // options once they are final (at the first request), as lib/request.js:189-195 does (the route's, else the
+        // server's).
         if (route.limit === 0) route.limit = (routeOptions.bodyLimit || fastify.initialConfig.bodyLimit) as number
         readRequest(request, reply, done, route)
       }

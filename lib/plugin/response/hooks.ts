@@ -48,8 +48,9 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
   // `alone`: nothing but Accept-Signature's value can change the plan; a Repr-Digest is a precondition on a GET only
   // (a HEAD never has the usual plan), planFields' preconditionOf().
   const method = request.method
+  const precondition = h['repr-digest'] !== undefined && method === 'GET'
   const alone = method !== 'HEAD' && h['want-content-digest'] === undefined && h['want-repr-digest'] === undefined &&
-    h['want-unencoded-digest'] === undefined && (h['repr-digest'] === undefined || method !== 'GET') && h.te === undefined
+    h['want-unencoded-digest'] === undefined && !precondition && h.te === undefined
   if (alone && asked === undefined) return usual.plan
   if (alone && usual.asked !== null && usual.asked.value === asked) return usual.asked.plan
   const plan = planFields({ method, httpVersion: request.raw.httpVersion, headers: h }, params)
