@@ -65,6 +65,16 @@ export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   return checksumOctets(entry, entry.update(bytes), bytes.length)
 }
 
+/** computeDigest() as base64 text for each algorithm: what a request's claims are compared with (compare.ts). */
+export function digestTexts (algorithms: Iterable<DigestAlgorithm>, data: Data): Map<DigestAlgorithm, string> {
+  const texts = new Map<DigestAlgorithm, string>()
+  for (const algorithm of algorithms) {
+    const entry = lookup(algorithm)
+    texts.set(algorithm, entry.hash === undefined ? computeDigest(algorithm, data).toString('base64') : hash(entry.hash, data, 'base64'))
+  }
+  return texts
+}
+
 /** computeDigest() as base64 for one algorithm, looked up once (per route), not per call. */
 export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
   const { hash: name } = lookup(algorithm)

@@ -5,7 +5,7 @@
 // references only and holds nothing back: a body it judges has been pushed whole before the check. Pure: no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
-import { digestAll, type DigestResults } from './digest-stream'
+import { digestTexts } from './algorithms'
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push }
@@ -53,8 +53,8 @@ export class ChunkKeeper {
     return unread === 0 ? whole : whole.subarray(0, whole.length - unread)
   }
 
-  /** One-shot digests of whole(unread). */
-  digests (algorithms: Iterable<DigestAlgorithm>, unread: number): DigestResults {
-    return digestAll(algorithms, this.whole(unread))
+  /** One-shot digests of whole(unread), as base64 text. */
+  digests (algorithms: Iterable<DigestAlgorithm>, unread: number): Map<DigestAlgorithm, string> {
+    return digestTexts(algorithms, this.whole(unread))
   }
 }

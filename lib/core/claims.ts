@@ -1,14 +1,17 @@
 // What a request claims about its content: the digest fields of its header (and trailer) section,
 // those its Trailer field announces, whether it has content, which algorithms to hash. Pure.
 import type { IncomingHttpHeaders } from 'node:http'
-import type { DigestAlgorithm, DigestFieldName, DigestMap } from '../../types/index'
-import { parseDigestField, parseLegacyDigest } from './fields'
+import type { DigestAlgorithm, DigestFieldName } from '../../types/index'
+import { parseDigestTexts, parseLegacyDigest } from './fields'
 import type { DigestParams } from './option-checks'
 
 type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
 
+/** A digest field's values by key, each as base64 text (parseDigestTexts()). */
+export type DigestTexts = ReadonlyMap<string, string>
+
 /** One digest field of the request, header or trailer; `decoded`: checked over the decoded content. */
-export interface Claim { field: DigestFieldName, received: DigestMap, decoded: boolean }
+export interface Claim { field: DigestFieldName, received: DigestTexts, decoded: boolean }
 
 /** The digest fields by their lowercase names; Repr-Digest first, as the problem-types draft's examples list them. */
 const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
@@ -32,13 +35,19 @@ export function hasContent (headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
 }
 
+function legacyTexts (value: string | string[]): DigestTexts | null {
+  const digests = parseLegacyDigest(value)
+  return digests === null ? null : new Map([...digests].map(([key, octets]) => [key, octets.toString('base64')]))
+}
+
 /** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
 export function readClaims (section: Record<string, string | string[] | undefined>, policy: ClaimPolicy, coding: string | null): Claim[] {
   const claims: Claim[] = []
   for (const [name, field] of FIELDS) {
+    const value = section[name]
     // RFC 3230 Digest, read only with legacyDigest: not a Structured Field.
-    if (field === 'Digest' && !policy.legacyDigest) continue
-    const received = field === 'Digest' ? parseLegacyDigest(section[name]) : parseDigestField(section[name], field)
+    if (value === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
+    const received = field === 'Digest' ? legacyTexts(value) : parseDigestTexts(value, field)
     if (received !== null) claims.push({ field, received, decoded: isDecoded(field, coding, policy) })
   }
   return claims

@@ -61,30 +61,48 @@ function integerOctets (value: number, width: number): Buffer {
   return octets
 }
 
-// A member `key=:base64:` without parameters, then a comma and the next key (OWS around it, RFC 8941 §4.2.2) or the end;
-// base64 padded to a multiple of 4 (§4.2.7), which Buffer decodes as atob does (pad bits dropped by both).
-const PLAIN_MEMBER = new RegExp(`(${KEY})=:([A-Za-z0-9+/]*={0,2}):(?:[ \\t]*,[ \\t]*(?=[a-z*])|$)`, 'y')
+const isKeyStart = (c: number): boolean => (c >= 0x61 && c <= 0x7a) || c === 0x2a // lcalpha, "*"
+// lcalpha, DIGIT, "_", "-", ".", "*" (RFC 8941 §3.2)
+const isKeyChar = (c: number): boolean => isKeyStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2d || c === 0x2e
+// ALPHA, DIGIT, "+", "/" (RFC 4648 §4)
+const isBase64Char = (c: number): boolean =>
+  (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f
 
-/** A Dictionary of plain Byte Sequences, as clients write digest fields, read without the general parser; null for any other. */
-function plainByteSequences (input: string): DigestMap | null {
-  const digests: DigestMap = new Map()
-  PLAIN_MEMBER.lastIndex = 0
-  while (PLAIN_MEMBER.lastIndex < input.length) {
-    const member = PLAIN_MEMBER.exec(input)
-    if (member === null || (member[2] as string).length % 4 !== 0) return null
-    // A duplicate key overwrites, keeping its place (§4.2.2), as Map.set does.
-    digests.set(member[1] as string, Buffer.from(member[2] as string, 'base64'))
-  }
-  return digests
+function skipOWS (input: string, i: number): number {
+  while (input.charCodeAt(i) === 0x20 || input.charCodeAt(i) === 0x09) i++
+  return i
 }
 
-// A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing usable, FST_DIGEST_INVALID_FIELD when
-// malformed. Byte Sequences kept for every key, unixsum/unixcksum Integers too but in Unencoded-Digest (its §3); no parameters.
-export function parseDigestField (value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'): DigestMap | null {
-  const input = combineLines(value)
-  if (input === null) return null
-  const plain = plainByteSequences(input)
-  if (plain !== null) return plain
+/**
+ * A Dictionary of plain Byte Sequences, as clients write digest fields: members `key=:base64:` without parameters,
+ * separated by a comma with OWS around it (RFC 8941 §4.2.2), the base64 padded to a multiple of 4 (§4.2.7); each key's
+ * base64 text as sent, a duplicate key overwriting but keeping its place (§4.2.2, as Map.set does). Null for any other
+ * form, which the general parser reads.
+ */
+export function plainDigestTexts (input: string): Map<string, string> | null {
+  const texts = new Map<string, string>()
+  let i = 0
+  for (;;) {
+    const keyStart = i
+    if (!isKeyStart(input.charCodeAt(i))) return null
+    while (isKeyChar(input.charCodeAt(++i)));
+    const key = input.slice(keyStart, i)
+    if (input.charCodeAt(i) !== 0x3d || input.charCodeAt(i + 1) !== 0x3a) return null // "=:"
+    const start = i += 2
+    while (isBase64Char(input.charCodeAt(i))) i++
+    if (input.charCodeAt(i) === 0x3d) i += input.charCodeAt(i + 1) === 0x3d ? 2 : 1 // "=" padding
+    if (input.charCodeAt(i) !== 0x3a || (i - start) % 4 !== 0) return null
+    texts.set(key, input.slice(start, i++))
+    if (i === input.length) return texts
+    i = skipOWS(input, i)
+    if (input.charCodeAt(i) !== 0x2c) return null // ","
+    i = skipOWS(input, i + 1)
+  }
+}
+
+// The members of a Dictionary that is not plain: Byte Sequences kept for every key, unixsum/unixcksum Integers too but in
+// Unencoded-Digest (its §3); no parameters. FST_DIGEST_INVALID_FIELD when malformed.
+function dictionaryDigests (input: string, field: string): DigestMap {
   let dictionary: ReturnType<typeof parseDictionary>
   try {
     dictionary = parseDictionary(input)
@@ -103,7 +121,29 @@ export function parseDigestField (value: string | readonly string[] | null | und
       throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'}`)
     } // else an unknown key whose value is not a Byte Sequence: dropped.
   }
+  return digests
+}
+
+// A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing usable, FST_DIGEST_INVALID_FIELD when
+// malformed (docs/design.md, "Parsing fields").
+export function parseDigestField (value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'): DigestMap | null {
+  const input = combineLines(value)
+  if (input === null) return null
+  const plain = plainDigestTexts(input)
+  // Buffer decodes base64 as atob does (pad bits dropped by both).
+  if (plain !== null) return new Map([...plain].map(([key, text]) => [key, Buffer.from(text, 'base64')]))
+  const digests = dictionaryDigests(input, field)
   return digests.size === 0 ? null : digests
+}
+
+/** parseDigestField() with each value as base64 text: as sent for plain members, else of the octets. */
+export function parseDigestTexts (value: string | readonly string[], field: string): Map<string, string> | null {
+  const input = combineLines(value)
+  if (input === null) return null
+  const plain = plainDigestTexts(input)
+  if (plain !== null) return plain
+  const digests = dictionaryDigests(input, field)
+  return digests.size === 0 ? null : new Map([...digests].map(([key, octets]) => [key, octets.toString('base64')]))
 }
 
 /** Whether no algorithm of the list is written as an Integer in the default mode (unixsum, unixcksum). */

@@ -4,9 +4,8 @@
 import type { DigestAlgorithm, FieldVerification } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'
-import { verifyDigests } from './compare'
+import { verifyTexts, type Texts } from './compare'
 import type { DigestParams } from './option-checks'
-import type { DigestResults } from './digest-stream'
 import { FST_DIGEST_INVALID_VALUE, FST_DIGEST_MISMATCH, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ALGORITHM } from './errors'
 import { wantAdvertisement } from './negotiation'
 
@@ -41,7 +40,7 @@ export type DigestError = Error & { statusCode: number, code: string, headers?: 
 export type Failure = DigestError & { problem: ProblemDetails, headers: Record<string, string> }
 
 /** No digests computed (nothing hashed yet, or nothing to hash). */
-export const NO_DIGESTS: DigestResults = new Map()
+export const NO_DIGESTS: Texts = new Map()
 
 const wantCache = new WeakMap<JudgePolicy, Record<string, string>>()
 
@@ -69,9 +68,9 @@ export function fieldList (names: Iterable<string>): string {
   return [...new Set(names)].join(', ')
 }
 
-/** Each claim compared with the digests of the bytes as received, or of the decoded content. */
-export function check (claims: readonly Claim[], policy: JudgePolicy, received: DigestResults, decoded: DigestResults): FieldVerification[] {
-  return claims.map((claim) => verifyDigests(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms))
+/** Each claim compared with the digests (base64 text) of the bytes as received, or of the decoded content. */
+export function check (claims: readonly Claim[], policy: JudgePolicy, received: Texts, decoded: Texts): FieldVerification[] {
+  return claims.map((claim) => verifyTexts(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms))
 }
 
 /** The `reason` of an invalid value: its length is wrong, or no algorithm of that name exists. */
@@ -96,7 +95,7 @@ const TYPED: Array<[string, new (fields: string) => DigestError, { type: string,
     (algorithm, { field }) => ({ algorithm, header: field, reason: invalidReason(algorithm) })],
   // The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
   ['mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', (algorithm, { field, received }) =>
-    ({ algorithm, provided_digest: `:${(received.get(algorithm) as Buffer).toString('base64')}:`, header: field })],
+    ({ algorithm, provided_digest: `:${received.get(algorithm) as string}:`, header: field })],
   ['unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', (algorithm, { field }) => ({ algorithm, header: field })]
 ]
 

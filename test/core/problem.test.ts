@@ -35,7 +35,7 @@ test('reasons of invalid values', async (t) => {
 type Checked = [Claim, FieldVerification]
 
 const field = (name: 'Repr-Digest' | 'Content-Digest', results: Array<[string, string, Buffer]>): Checked => [
-  { field: name, received: new Map(results.map(([algorithm, , value]) => [algorithm, value])), decoded: false },
+  { field: name, received: new Map(results.map(([algorithm, , value]) => [algorithm, value.toString('base64')])), decoded: false },
   {
     field: name,
     ok: results.every(([, outcome]) => outcome === 'matched'),

@@ -7,7 +7,9 @@ import { readClaims, type Claim } from '../../core/claims'
 import { DECODABLE_CODINGS, decodeWhole, decodingOrder } from '../../core/content-decoding'
 import type { BodyStream } from '../../core/body-stream'
 import type { ChunkKeeper } from '../../core/chunk-keeper'
-import { digestAll, type DigestResults, type EndCheck, type MultiDigester } from '../../core/digest-stream'
+import { digestTexts } from '../../core/algorithms'
+import { textsOf, type Texts } from '../../core/compare'
+import type { DigestResults, EndCheck, MultiDigester } from '../../core/digest-stream'
 import {
   FST_DIGEST_CONTENT_TOO_LARGE, FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_TRAILER_UNANNOUNCED,
   FST_DIGEST_UNREAD_TOO_LARGE, FST_DIGEST_UNSUPPORTED_ENCODING
@@ -43,16 +45,16 @@ function decodeKept (request: FastifyRequest, state: Verification): Buffer {
   }
 }
 
-/** The digests of the decoded content. Throws why there are none. */
-function decodedDigests (request: FastifyRequest, state: Verification): DigestResults {
+/** The digests of the decoded content, as base64 text. Throws why there are none. */
+function decodedDigests (request: FastifyRequest, state: Verification): Texts {
   const { decoded, decodedFields } = state.wanted
   if (decoded.size === 0) return NO_DIGESTS
-  if (state.bytes === 0) return digestAll(decoded, Buffer.alloc(0))
-  if (state.tap === null && state.keeper !== null) return digestAll(decoded, decodeKept(request, state))
+  if (state.bytes === 0) return digestTexts(decoded, Buffer.alloc(0))
+  if (state.tap === null && state.keeper !== null) return digestTexts(decoded, decodeKept(request, state))
   const decoder = state.side ?? (state.streams as Streams).last
   if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
   if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
-  return decoder.digests as DigestResults
+  return textsOf(decoder.digests as DigestResults)
 }
 
 const NO_CLAIMS: Claim[] = []
@@ -73,16 +75,16 @@ function refuseUnhashed (claims: readonly Claim[], state: Verification): void {
 const unreadKept = (request: FastifyRequest, state: Verification): number =>
   state.streams === null ? 0 : request.raw.readableLength
 
-/** The digests of the bytes received: the tap's, the keeper's or the head stream's. */
-function receivedDigests (request: FastifyRequest, state: Verification): DigestResults {
+/** The digests of the bytes received, as base64 text: the tap's, the keeper's or the head stream's. */
+function receivedDigests (request: FastifyRequest, state: Verification): Texts {
   // More bytes than the Content-Length (light-my-request may push them; node's parsers do not) were not all kept:
   // fails closed.
   if (state.keeper?.chunks === null) throw new FST_DIGEST_INCOMPLETE()
-  if (state.tap !== null) return state.tap.digests as DigestResults
+  if (state.tap !== null) return textsOf(state.tap.digests as DigestResults)
   if (state.keeper !== null) return state.keeper.digests(state.wanted.received, unreadKept(request, state))
   const head = (state.streams as Streams).head as BodyStream
   head.digests ??= (head.hasher as MultiDigester).digest()
-  return head.digests
+  return textsOf(head.digests)
 }
 
 /** The failure of the whole body, or null; sets request.digestVerification. */
