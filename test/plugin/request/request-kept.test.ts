@@ -2,6 +2,7 @@
 // one decoded whole): in pieces, over HTTP/1.1 and HTTP/2, parsed or read from request.raw after part of it arrived;
 // behind a stream of another plugin's; and past its Content-Length.
 import { test } from 'tap'
+import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -151,4 +152,27 @@ test('a kept body no parser reads (415) keeps fastify\'s answer, whatever its di
   const res = await send({ path: '/late-json', headers, body: ['abc'] })
   t.equal(res.status, 415)
   t.equal(json(res).code, 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+})
+
+test('a claim whose base64 has non-zero pad bits matches the digest it decodes to (RFC 8941 §4.2.7); the problem names it as sent', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  await app.register(digestFields)
+  app.post('/json', async (request) => ({ verification: request.digestVerification }))
+  // 32 octets take 43 base64 characters and a "=": the last character's two low bits are pad bits, zero when canonical.
+  // The next character of the alphabet sets one of them and decodes to the same octets.
+  const canonical = createHash('sha256').update('abc').digest('base64')
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+  const padBits = `${canonical.slice(0, -2)}${alphabet[alphabet.indexOf(canonical.charAt(42)) + 1]}=`
+  t.not(padBits, canonical)
+  t.same(Buffer.from(padBits, 'base64'), Buffer.from(canonical, 'base64'))
+  const headers = { 'content-type': 'text/plain' }
+  const ok = await app.inject({ method: 'POST', url: '/json', headers: { ...headers, 'content-digest': `sha-256=:${padBits}:` }, payload: 'abc' })
+  t.equal(ok.statusCode, 200)
+  t.same(ok.json(), { verification: MATCHED })
+  // The same form over other content: refused, the value quoted as the client wrote it.
+  const bad = await app.inject({ method: 'POST', url: '/json', headers: { ...headers, 'content-digest': `sha-256=:${padBits}:` }, payload: 'abd' })
+  t.equal(bad.statusCode, 400)
+  t.equal(bad.json().code, 'FST_DIGEST_MISMATCH')
+  t.same(bad.json().mismatched_digests, [{ algorithm: 'sha-256', provided_digest: `:${padBits}:`, header: 'Content-Digest' }])
 })
