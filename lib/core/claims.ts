@@ -2,6 +2,7 @@
 // those its Trailer field announces, whether it has content, which algorithms to hash. Pure.
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName } from '../../types/index'
+import { rightLength } from './compare'
 import { parseDigestTexts, parseLegacyDigest } from './fields'
 import type { DigestParams } from './option-checks'
 
@@ -53,8 +54,21 @@ export function readClaims (section: Record<string, string | string[] | undefine
   return claims
 }
 
+/** Whether a claim gives an enabled algorithm a value of another length, which no content can match (RFC 9530 §2). */
+export function anyWrongLength (claims: readonly Claim[], policy: ClaimPolicy): boolean {
+  for (const claim of claims) {
+    for (const algorithm of policy.algorithms) {
+      const text = claim.received.get(algorithm)
+      if (text !== undefined && !rightLength(algorithm, text)) return true
+    }
+  }
+  return false
+}
+
+const NO_ALGORITHMS: ReadonlySet<DigestAlgorithm> = new Set()
+
 /** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's. */
-export interface Wanted { received: Set<DigestAlgorithm>, decoded: Set<DigestAlgorithm>, decodedFields: string }
+export interface Wanted { received: ReadonlySet<DigestAlgorithm>, decoded: ReadonlySet<DigestAlgorithm>, decodedFields: string }
 
 // The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
 // (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces
@@ -63,19 +77,27 @@ export function collectAlgorithms (
   claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): Wanted {
   const received = new Set<DigestAlgorithm>()
-  const decoded = new Set<DigestAlgorithm>()
+  // Made for the first algorithm of decoded content (most requests have none).
+  let decoded: Set<DigestAlgorithm> | null = null
   const decodedFields: string[] = []
   for (const claim of claims) {
     if (claim.decoded) decodedFields.push(claim.field)
-    for (const algorithm of policy.algorithms) if (claim.received.has(algorithm)) (claim.decoded ? decoded : received).add(algorithm)
+    for (const algorithm of policy.algorithms) {
+      if (!claim.received.has(algorithm)) continue
+      if (claim.decoded) (decoded ??= new Set()).add(algorithm)
+      else received.add(algorithm)
+    }
   }
-  if (trailer === undefined) return { received, decoded, decodedFields: decodedFields.join(', ') }
+  if (trailer === undefined) return { received, decoded: decoded ?? NO_ALGORITHMS, decodedFields: decodedFields.join(', ') }
   for (const name of trailer.split(',')) {
     const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
     if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
     const fromDecoded = isDecoded(field, coding, policy)
     if (fromDecoded && !decodedFields.includes(field)) decodedFields.push(field)
-    for (const algorithm of policy.algorithms) (fromDecoded ? decoded : received).add(algorithm)
+    for (const algorithm of policy.algorithms) {
+      if (fromDecoded) (decoded ??= new Set()).add(algorithm)
+      else received.add(algorithm)
+    }
   }
-  return { received, decoded, decodedFields: decodedFields.join(', ') }
+  return { received, decoded: decoded ?? NO_ALGORITHMS, decodedFields: decodedFields.join(', ') }
 }

@@ -11,21 +11,15 @@ export function digestsEqual (a: Uint8Array, b: Uint8Array): boolean {
 /** Values by key as base64 text (a multiple of 4 characters, padded). */
 export type Texts = ReadonlyMap<string, string>
 
-// Whether two base64 texts are the same, in a time that does not depend on where they differ.
-function sameText (a: string, b: string): boolean {
-  if (a.length !== b.length) return false
-  let diff = 0
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
-  return diff === 0
-}
-
-/** The number of octets padded base64 text decodes to (RFC 4648 §4). */
-const decodedLength = (text: string): number =>
-  text.length / 4 * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0)
+/** Whether padded base64 text (RFC 4648 §4) decodes to as many octets as `algorithm` gives (RFC 9530 §5). */
+export const rightLength = (algorithm: DigestAlgorithm, text: string): boolean =>
+  text.length / 4 * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0) === ALGORITHMS.get(algorithm)?.length
 
 // Each received member: 'unsupported' when not enabled (ignored, RFC 9530 §2, §3), 'invalid-length', else compared
-// in constant time; none without a computed digest. `ok`: a match, no other failure. Texts that differ are compared
-// again as octets: a sender's base64 may have non-zero pad bits, which RFC 8941 §4.2.7 tells parsers to accept.
+// with the computed one; none without a computed digest. `ok`: a match, no other failure. The text is compared as it
+// is: a request's claim and its content both come from the client, so the time taken reveals nothing it does not
+// know (docs/security.md). Texts that differ are compared again as octets: base64 with non-zero pad bits decodes to
+// the same octets, and RFC 8941 §4.2.7 tells parsers to accept it.
 export function verifyTexts (field: DigestFieldName, received: Texts, computed: Texts, enabled: readonly DigestAlgorithm[]): FieldVerification {
   const results: AlgorithmResult[] = []
   let matched = false
@@ -33,13 +27,13 @@ export function verifyTexts (field: DigestFieldName, received: Texts, computed: 
   for (const [algorithm, text] of received) {
     if (!isDigestAlgorithm(algorithm) || !enabled.includes(algorithm)) {
       results.push({ algorithm, outcome: 'unsupported' })
-    } else if (decodedLength(text) !== ALGORITHMS.get(algorithm)?.length) {
+    } else if (!rightLength(algorithm, text)) {
       results.push({ algorithm, outcome: 'invalid-length' })
       failed = true
     } else {
       const expected = computed.get(algorithm)
       if (expected === undefined) continue
-      const equal = sameText(expected, text) || digestsEqual(Buffer.from(expected, 'base64'), Buffer.from(text, 'base64'))
+      const equal = expected === text || digestsEqual(Buffer.from(expected, 'base64'), Buffer.from(text, 'base64'))
       results.push({ algorithm, outcome: equal ? 'matched' : 'mismatched' })
       matched ||= equal
       failed ||= !equal

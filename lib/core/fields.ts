@@ -61,43 +61,24 @@ function integerOctets (value: number, width: number): Buffer {
   return octets
 }
 
-const isKeyStart = (c: number): boolean => (c >= 0x61 && c <= 0x7a) || c === 0x2a // lcalpha, "*"
-// lcalpha, DIGIT, "_", "-", ".", "*" (RFC 8941 §3.2)
-const isKeyChar = (c: number): boolean => isKeyStart(c) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2d || c === 0x2e
-// ALPHA, DIGIT, "+", "/" (RFC 4648 §4)
-const isBase64Char = (c: number): boolean =>
-  (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f
-
-function skipOWS (input: string, i: number): number {
-  while (input.charCodeAt(i) === 0x20 || input.charCodeAt(i) === 0x09) i++
-  return i
-}
+// A member `key=:base64:` without parameters, then a comma and the next key (OWS around it, RFC 8941 §4.2.2) or the end;
+// base64 padded to a multiple of 4 (§4.2.7).
+const PLAIN_MEMBER = new RegExp(`(${KEY})=:([A-Za-z0-9+/]*={0,2}):(?:[ \\t]*,[ \\t]*(?=[a-z*])|$)`, 'y')
 
 /**
- * A Dictionary of plain Byte Sequences, as clients write digest fields: members `key=:base64:` without parameters,
- * separated by a comma with OWS around it (RFC 8941 §4.2.2), the base64 padded to a multiple of 4 (§4.2.7); each key's
+ * A Dictionary of plain Byte Sequences, as clients write digest fields, read without the general parser: each key's
  * base64 text as sent, a duplicate key overwriting but keeping its place (§4.2.2, as Map.set does). Null for any other
  * form, which the general parser reads.
  */
 export function plainDigestTexts (input: string): Map<string, string> | null {
   const texts = new Map<string, string>()
-  let i = 0
-  for (;;) {
-    const keyStart = i
-    if (!isKeyStart(input.charCodeAt(i))) return null
-    while (isKeyChar(input.charCodeAt(++i)));
-    const key = input.slice(keyStart, i)
-    if (input.charCodeAt(i) !== 0x3d || input.charCodeAt(i + 1) !== 0x3a) return null // "=:"
-    const start = i += 2
-    while (isBase64Char(input.charCodeAt(i))) i++
-    if (input.charCodeAt(i) === 0x3d) i += input.charCodeAt(i + 1) === 0x3d ? 2 : 1 // "=" padding
-    if (input.charCodeAt(i) !== 0x3a || (i - start) % 4 !== 0) return null
-    texts.set(key, input.slice(start, i++))
-    if (i === input.length) return texts
-    i = skipOWS(input, i)
-    if (input.charCodeAt(i) !== 0x2c) return null // ","
-    i = skipOWS(input, i + 1)
+  PLAIN_MEMBER.lastIndex = 0
+  while (PLAIN_MEMBER.lastIndex < input.length) {
+    const member = PLAIN_MEMBER.exec(input)
+    if (member === null || (member[2] as string).length % 4 !== 0) return null
+    texts.set(member[1] as string, member[2] as string)
   }
+  return texts
 }
 
 // The members of a Dictionary that is not plain: Byte Sequences kept for every key, unixsum/unixcksum Integers too but in

@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream'
 import type { DigestVerification } from '../../../types/index'
 import { BodyStream, type PayloadStream } from '../../core/body-stream'
 import { ChunkKeeper } from '../../core/chunk-keeper'
-import { BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
+import { anyWrongLength, BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
 import { contentCoding, decodingOrder } from '../../core/content-decoding'
 import { isNodeStream } from '../../core/digest-stream'
 import { FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING } from '../../core/errors'
@@ -55,11 +55,11 @@ function readRequest (
   const trailersPossible = headers['transfer-encoding'] !== undefined || request.raw.httpVersionMajor === 2
   const nothingHashed = received.size === 0 && decoded.size === 0
   const settled = nothingHashed && !trailersPossible && (!required || headers['content-length'] !== undefined)
-  // Values no algorithm can produce are refused before reading anything.
-  const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
-  const failure = judgeClaims(claims, unread, params, settled && required && headers['content-length'] !== '0')
-  if (failure !== null) return sendProblem(reply, failure)
-  if (settled) {
+  // Values no algorithm can produce are refused before reading anything; a settled request is judged now.
+  if (settled || anyWrongLength(claims, params)) {
+    const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
+    const failure = judgeClaims(claims, unread, params, settled && required && headers['content-length'] !== '0')
+    if (failure !== null) return sendProblem(reply, failure)
     request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread }
     return done()
   }

@@ -70,6 +70,17 @@ function refuseUnhashed (claims: readonly Claim[], state: Verification): void {
   throw new FST_DIGEST_TRAILER_UNANNOUNCED(names, names)
 }
 
+// The claims of the trailer section, checked as refuseUnhashed() says. node:http and node:http2 keep an empty
+// rawTrailers list without one (lib/_http_incoming.js, lib/internal/http2/compat.js), where reading `trailers` would
+// build an object; light-my-request has neither.
+function trailerClaimsOf (request: FastifyRequest, state: Verification): readonly Claim[] {
+  const raw = request.raw as { rawTrailers?: unknown[], trailers?: Record<string, string> }
+  if (raw.rawTrailers?.length === 0 || raw.trailers === undefined) return NO_CLAIMS
+  const claims = readClaims(raw.trailers, state.params, state.coding)
+  refuseUnhashed(claims, state)
+  return claims
+}
+
 // Behind another stream, what it left unread of request.raw is not what was parsed: left out of a kept body, as a head
 // stream (which hashes what that stream reads) would.
 const unreadKept = (request: FastifyRequest, state: Verification): number =>
@@ -101,9 +112,7 @@ function judgeBody (request: FastifyRequest, state: Verification): Failure | nul
     }
     const decoded = decodedDigests(request, state)
     // Digests in the trailer section count too (RFC 9110 §6.5).
-    const trailers = request.raw.trailers as Record<string, string> | undefined
-    const trailerClaims = trailers === undefined ? NO_CLAIMS : readClaims(trailers, params, state.coding)
-    refuseUnhashed(trailerClaims, state)
+    const trailerClaims = trailerClaimsOf(request, state)
     const claims = trailerClaims.length === 0 ? state.claims : state.claims.concat(trailerClaims)
     fields = check(claims, params, received, decoded)
     // Under 'required' an empty body needs no digest.
