@@ -522,6 +522,52 @@ function jsonParserByHand (app, algorithm) {
   })
 }
 
+const kKept = Symbol('chunks kept by hand')
+const INBOX_VARY = 'Want-Content-Digest, Want-Repr-Digest, Want-Unencoded-Digest'
+
+/** The Vary a plugin that answers Want-* fields sends (RFC 9110 §12.5.5), added by hand in an onSend hook. */
+function varyByHand (app) {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.header('vary', INBOX_VARY)
+    done(null, payload)
+  })
+}
+
+/**
+ * Scenario 9's second reference: the same check by hand where a plugin has to place it, the parser untouched: an
+ * onRequest hook keeps the body's chunks (a `data` listener on request.raw), a preValidation hook hashes them once and
+ * compares (400 on a mismatch); and varyByHand().
+ */
+function inboxCheckAsPlugin (app, algorithm) {
+  app.decorateRequest(kKept, null)
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers['content-digest'] !== undefined) {
+      const kept = request[kKept] = []
+      request.raw.on('data', (chunk) => kept.push(chunk))
+    }
+    done()
+  })
+  app.addHook('preValidation', (request, reply, done) => {
+    const kept = request[kKept]
+    if (kept === null) return done()
+    const body = kept.length === 1 ? kept[0] : Buffer.concat(kept)
+    if (claimMatches(request, hash(NODE_HASH[algorithm], body, 'buffer'), algorithm)) done()
+    else reply.code(400).send(MISMATCH)
+  })
+  varyByHand(app)
+}
+
+/** Scenario 9n's second reference: the least a verifying plugin adds to a request that claims nothing, by hand. */
+function noClaimByHand (app) {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers['content-digest'] !== undefined || request.headers['repr-digest'] !== undefined) {
+      return reply.code(500).send()
+    }
+    done()
+  })
+  varyByHand(app)
+}
+
 /**
  * Scenario 9z's parser: the gzip bytes as sent, which the plugin's default mode hands on (it decodes on the side, for
  * hashing only: docs/design.md "Content coding of requests"); by hand (`check`) the body is gunzipped with node:zlib
@@ -545,7 +591,7 @@ function gzipParser (app, check) {
 function inboxRoute (side) {
   return async (request) => ({
     received: Buffer.isBuffer(request.body) ? request.body.length : request.body.items.length,
-    verified: side.key === 'hash' ? true : request.digestVerification?.verified ?? null
+    verified: side.key === 'hash' || side.key === 'placed' ? true : request.digestVerification?.verified ?? null
   })
 }
 
@@ -561,7 +607,7 @@ function inboxCheck (received, expected) {
 const inboxPlugin = { key: 'plugin', label: 'plugin (defaults), verifying', plugin: {} }
 
 /** 9, 9-512, 9h, 9h-512: the plugin with its defaults against the check by hand in the JSON parser, HTTP/1.1 or h2c. */
-function inboxScenario (id, algorithm, h2) {
+function inboxScenario (id, algorithm, h2, placed = false) {
   const wrong = `${algorithm}=:${Buffer.alloc(algorithm === 'sha-256' ? 32 : 64).toString('base64')}:`
   return {
     id,
@@ -569,10 +615,13 @@ function inboxScenario (id, algorithm, h2) {
     together: true,
     title: `POST 2 KiB JSON, ${algorithm} Content-Digest, verified${h2 ? ', HTTP/2 (h2c)' : ''}`,
     ...(h2 ? { protocol: 'h2', fastify: { http2: true }, sessions: 4 } : {}),
-    sides: [inboxPlugin, bare, { key: 'hash', label: 'bare + the check by hand in a buffering JSON parser' }],
+    // 9 also with the check by hand in hooks: how near a plugin-shaped check can come to the parser's.
+    sides: [inboxPlugin, bare, { key: 'hash', label: 'bare + the check by hand in a buffering JSON parser' },
+      ...(placed ? [{ key: 'placed', label: 'bare + the check by hand in hooks' }] : [])],
     async setup (app, side) {
       await register(app, side)
       if (side.key === 'hash') jsonParserByHand(app, algorithm)
+      if (side.key === 'placed') inboxCheckAsPlugin(app, algorithm)
       app.post('/inbox', inboxRoute(side))
     },
     request: {
@@ -584,8 +633,9 @@ function inboxScenario (id, algorithm, h2) {
     },
     // 32 connections; over HTTP/2 4 sessions of 8 streams.
     connections: h2 ? 8 : 32,
-    badRequest: { headers: { 'content-digest': wrong }, refusedBy: ['plugin', 'hash'] },
-    check: inboxCheck(10, { plugin: true, bare: null, hash: true }),
+    badRequest: { headers: { 'content-digest': wrong }, refusedBy: ['plugin', 'hash', 'placed'] },
+    goals: placed ? [['placed', 'hash', 0.95], ['plugin', 'placed', 0.95]] : [],
+    check: inboxCheck(10, { plugin: true, bare: null, hash: true, placed: true }),
     hashes: () => [{ bytes: INBOX.length }],
     budget: { kind: 'reference', min: 0.95 },
     note: `an inbox delivery: ${INBOX.length} B of JSON, parsed by fastify's own JSON parser; the plugin registered with defaults (verify 'if-present'). The reference: a parseAs 'buffer' JSON parser that hashes (${algorithm}), compares (timingSafeEqual) and calls getDefaultJsonParser${h2 ? '; h2-load.js: 4 sessions of 8 streams, content-length sent' : ''}`
@@ -940,7 +990,7 @@ const scenarios = [
     budget: { kind: 'reference', reference: 'holdByHand', min: 0.95 },
     note: 'the route reads the file with @fastify/multipart (request.file(), piped into a counting sink), which reads request.raw, not the body stream fastify hands to parsers; the Content-Digest covers the whole multipart body (boundaries included). Every side answers once request.raw has ended. The budget\'s reference ("end held back") gives the plugin\'s guarantee by hand: an onRequest hook takes over request.raw.push, hashes each chunk and holds back the last one (and at least 1024 bytes) until the end has been compared (timingSafeEqual); on a mismatch request.raw emits an error instead of its end, so busboy never sees the closing boundary and the file\'s pipeline rejects (400). For information, "sha-256 by hand" hashes request.raw in a data listener added in onRequest and compares in the handler once request.raw has ended (a reader sees the whole body and its end before the check), 400 on a mismatch'
   },
-  inboxScenario('9', 'sha-256', false),
+  inboxScenario('9', 'sha-256', false, true),
   inboxScenario('9-512', 'sha-512', false),
   inboxScenario('9h', 'sha-256', true),
   inboxScenario('9h-512', 'sha-512', true),
@@ -948,14 +998,17 @@ const scenarios = [
     id: '9n',
     together: true,
     title: 'POST 2 KiB JSON, no digest, to a verifying route',
-    sides: [inboxPlugin, bare],
+    sides: [inboxPlugin, bare, { key: 'hooks', label: 'bare + an onRequest hook reading the claim and Vary by hand' }],
     async setup (app, side) {
       await register(app, side)
+      if (side.key === 'hooks') noClaimByHand(app)
       app.post('/inbox', inboxRoute(side))
     },
     request: { method: 'POST', path: '/inbox', headers: { 'content-type': 'application/json' }, body: INBOX },
     connections: 32,
-    check: inboxCheck(10, { plugin: false, bare: null }),
+    check: inboxCheck(10, { plugin: false, bare: null, hooks: null }),
+    // The least any verifying plugin adds: a hook to read the claims, one to add Vary.
+    goals: [['hooks', 'bare', 0.98], ['plugin', 'hooks', 0.98]],
     hashes: () => [],
     budget: { kind: 'ratio', min: 0.98 },
     note: 'what a verifying route costs a request that claims nothing (Content-Length, no digest field): against bare Fastify'
