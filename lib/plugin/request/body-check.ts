@@ -3,7 +3,7 @@
 // docs/design.md, "Request verification").
 import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Readable } from 'node:stream'
-import type { DigestVerification } from '../../../types/index'
+import type { DigestVerification, FieldVerification } from '../../../types/index'
 import { BodyStream, type PayloadStream } from '../../core/body-stream'
 import { ChunkKeeper } from '../../core/chunk-keeper'
 import { anyWrongLength, BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
@@ -32,6 +32,13 @@ function ignoreRelease (): void {}
 /** What a route's onRequest hook needs: its options and its bodyLimit. */
 interface RouteVerifier { readonly params: DigestParams, limit: number }
 
+/** A request whose verdict is known before its body: none of its claims can be checked (`fields`), or it has none. */
+function settle (request: FastifyRequest, fields: FieldVerification[], done: HookHandlerDoneFunction): void {
+  const reason = hasContent(request.headers) ? 'no-digest' : 'no-body'
+  request[kVerification] = { verified: false, reason, fields }
+  done()
+}
+
 /** The route's first onRequest hook: the claims, what is refused before reading, the state of a body followed. */
 function readRequest (
   request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, route: RouteVerifier
@@ -46,13 +53,14 @@ function readRequest (
   } catch (err) {
     return sendProblem(reply, blankFailure(params, err as DigestError))
   }
-  const wanted = collectAlgorithms(claims, headers.trailer, params, coding)
-  const { received, decoded } = wanted
   const required = params.verify === 'required'
   // Nothing to hash: settled now, but a 'required' body of unknown length is counted, and a body that may end in a
   // trailer section (chunked HTTP/1.1, RFC 9112 §7.1.2; any HTTP/2 request, RFC 9113 §8.1) is followed to its end,
   // where a digest trailer nothing hashed is refused (verdict.ts).
   const trailersPossible = headers['transfer-encoding'] !== undefined || request.raw.httpVersionMajor === 2
+  if (claims.length === 0 && !trailersPossible && !required) return settle(request, [], done)
+  const wanted = collectAlgorithms(claims, headers.trailer, params, coding)
+  const { received, decoded } = wanted
   const nothingHashed = received.size === 0 && decoded.size === 0
   const settled = nothingHashed && !trailersPossible && (!required || headers['content-length'] !== undefined)
   // Values no algorithm can produce are refused before reading anything; a settled request is judged now.
@@ -60,8 +68,7 @@ function readRequest (
     const unread = check(claims, params, NO_DIGESTS, NO_DIGESTS)
     const failure = judgeClaims(claims, unread, params, settled && required && headers['content-length'] !== '0')
     if (failure !== null) return sendProblem(reply, failure)
-    request[kVerification] = { verified: false, reason: hasContent(headers) ? 'no-digest' : 'no-body', fields: unread }
-    return done()
+    return settle(request, unread, done)
   }
   // Read by an earlier hook of the application's: never verified.
   if (request.raw.readableDidRead) {
