@@ -70,7 +70,8 @@ export function digestTexts (algorithms: Iterable<DigestAlgorithm>, data: Data):
   const texts = new Map<DigestAlgorithm, string>()
   for (const algorithm of algorithms) {
     const entry = lookup(algorithm)
-    texts.set(algorithm, entry.hash === undefined ? computeDigest(algorithm, data).toString('base64') : hash(entry.hash, data, 'base64'))
+    const text = entry.hash === undefined ? computeDigest(algorithm, data).toString('base64') : hash(entry.hash, data, 'base64')
+    texts.set(algorithm, text)
   }
   return texts
 }

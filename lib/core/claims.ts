@@ -68,7 +68,11 @@ export function anyWrongLength (claims: readonly Claim[], policy: ClaimPolicy): 
 const NO_ALGORITHMS: ReadonlySet<DigestAlgorithm> = new Set()
 
 /** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's. */
-export interface Wanted { received: ReadonlySet<DigestAlgorithm>, decoded: ReadonlySet<DigestAlgorithm>, decodedFields: string }
+export interface Wanted {
+  received: ReadonlySet<DigestAlgorithm>
+  decoded: ReadonlySet<DigestAlgorithm>
+  decodedFields: string
+}
 
 // The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
 // (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces
@@ -88,7 +92,9 @@ export function collectAlgorithms (
       else received.add(algorithm)
     }
   }
-  if (trailer === undefined) return { received, decoded: decoded ?? NO_ALGORITHMS, decodedFields: decodedFields.join(', ') }
+  if (trailer === undefined) {
+    return { received, decoded: decoded ?? NO_ALGORITHMS, decodedFields: decodedFields.join(', ') }
+  }
   for (const name of trailer.split(',')) {
     const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
     if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue

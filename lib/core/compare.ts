@@ -20,7 +20,9 @@ export const rightLength = (algorithm: DigestAlgorithm, text: string): boolean =
 // is: a request's claim and its content both come from the client, so the time taken reveals nothing it does not
 // know (docs/security.md). Texts that differ are compared again as octets: base64 with non-zero pad bits decodes to
 // the same octets, and RFC 8941 §4.2.7 tells parsers to accept it.
-export function verifyTexts (field: DigestFieldName, received: Texts, computed: Texts, enabled: readonly DigestAlgorithm[]): FieldVerification {
+export function verifyTexts (
+  field: DigestFieldName, received: Texts, computed: Texts, enabled: readonly DigestAlgorithm[]
+): FieldVerification {
   const results: AlgorithmResult[] = []
   let matched = false
   let failed = false
@@ -48,7 +50,8 @@ export const textsOf = (digests: ReadonlyMap<string, Buffer>): Map<string, strin
 
 /** verifyTexts() of octets. */
 export function verifyDigests (
-  field: DigestFieldName, received: DigestMap, computed: ReadonlyMap<DigestAlgorithm, Buffer>, enabled: readonly DigestAlgorithm[]
+  field: DigestFieldName, received: DigestMap, computed: ReadonlyMap<DigestAlgorithm, Buffer>,
+  enabled: readonly DigestAlgorithm[]
 ): FieldVerification {
   return verifyTexts(field, textsOf(received), textsOf(computed), enabled)
 }

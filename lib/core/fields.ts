@@ -81,8 +81,8 @@ export function plainDigestTexts (input: string): Map<string, string> | null {
   return texts
 }
 
-// The members of a Dictionary that is not plain: Byte Sequences kept for every key, unixsum/unixcksum Integers too but in
-// Unencoded-Digest (its §3); no parameters. FST_DIGEST_INVALID_FIELD when malformed.
+// The members of a Dictionary that is not plain: Byte Sequences kept for every key, unixsum/unixcksum Integers too
+// but in Unencoded-Digest (its §3); no parameters. FST_DIGEST_INVALID_FIELD when malformed.
 function dictionaryDigests (input: string, field: string): DigestMap {
   let dictionary: ReturnType<typeof parseDictionary>
   try {
@@ -105,9 +105,11 @@ function dictionaryDigests (input: string, field: string): DigestMap {
   return digests
 }
 
-// A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing usable, FST_DIGEST_INVALID_FIELD when
-// malformed (docs/design.md, "Parsing fields").
-export function parseDigestField (value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'): DigestMap | null {
+// A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing usable,
+// FST_DIGEST_INVALID_FIELD when malformed (docs/design.md, "Parsing fields").
+export function parseDigestField (
+  value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'
+): DigestMap | null {
   const input = combineLines(value)
   if (input === null) return null
   const plain = plainDigestTexts(input)

@@ -69,8 +69,11 @@ export function fieldList (names: Iterable<string>): string {
 }
 
 /** Each claim compared with the digests (base64 text) of the bytes as received, or of the decoded content. */
-export function check (claims: readonly Claim[], policy: JudgePolicy, received: Texts, decoded: Texts): FieldVerification[] {
-  return claims.map((claim) => verifyTexts(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms))
+export function check (
+  claims: readonly Claim[], policy: JudgePolicy, received: Texts, decoded: Texts
+): FieldVerification[] {
+  return claims.map((claim) =>
+    verifyTexts(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms))
 }
 
 /** The `reason` of an invalid value: its length is wrong, or no algorithm of that name exists. */
