@@ -70,8 +70,8 @@ export function digestTexts (algorithms: Iterable<DigestAlgorithm>, data: Data):
   const texts = new Map<DigestAlgorithm, string>()
   for (const algorithm of algorithms) {
     const entry = lookup(algorithm)
-    const text = entry.hash === undefined ? computeDigest(algorithm, data).toString('base64') : hash(entry.hash, data, 'base64')
-    texts.set(algorithm, text)
+    const name = entry.hash
+    texts.set(algorithm, name === undefined ? computeDigest(algorithm, data).toString('base64') : hash(name, data, 'base64'))
   }
   return texts
 }

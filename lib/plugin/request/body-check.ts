@@ -6,7 +6,9 @@ import type { Readable } from 'node:stream'
 import type { DigestVerification, FieldVerification } from '../../../types/index'
 import { BodyStream, type PayloadStream } from '../../core/body-stream'
 import { ChunkKeeper } from '../../core/chunk-keeper'
-import { anyWrongLength, BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim } from '../../core/claims'
+import {
+  anyWrongLength, BODYLESS_METHODS, collectAlgorithms, hasContent, readClaims, type Claim
+} from '../../core/claims'
 import { contentCoding, decodingOrder } from '../../core/content-decoding'
 import { isNodeStream } from '../../core/digest-stream'
 import { FST_DIGEST_INCOMPLETE, FST_DIGEST_INVALID_ENCODING, FST_DIGEST_MISSING } from '../../core/errors'
