@@ -71,7 +71,8 @@ export function digestTexts (algorithms: Iterable<DigestAlgorithm>, data: Data):
   for (const algorithm of algorithms) {
     const entry = lookup(algorithm)
     const name = entry.hash
-    texts.set(algorithm, name === undefined ? computeDigest(algorithm, data).toString('base64') : hash(name, data, 'base64'))
+    const text = name === undefined ? computeDigest(algorithm, data).toString('base64') : hash(name, data, 'base64')
+    texts.set(algorithm, text)
   }
   return texts
 }
