@@ -2,17 +2,17 @@
 // those its Trailer field announces, whether it has content, which algorithms to hash. Pure.
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestAlgorithm, DigestFieldName } from '../../types/index'
-import { rightLength } from './compare'
+import { rightLength, textsOf, type Texts } from './compare'
 import { parseDigestTexts, parseLegacyDigest } from './fields'
 import type { DigestParams } from './option-checks'
 
 type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
 
-/** A digest field's values by key, each as base64 text (parseDigestTexts()). */
-export type DigestTexts = ReadonlyMap<string, string>
-
-/** One digest field of the request, header or trailer; `decoded`: checked over the decoded content. */
-export interface Claim { field: DigestFieldName, received: DigestTexts, decoded: boolean }
+/**
+ * One digest field of the request, header or trailer: its values as base64 text (parseDigestTexts()); `decoded`: checked
+ * over the decoded content.
+ */
+export interface Claim { field: DigestFieldName, received: Texts, decoded: boolean }
 
 /** The digest fields by their lowercase names; Repr-Digest first, as the problem-types draft's examples list them. */
 const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
@@ -36,9 +36,9 @@ export function hasContent (headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0
 }
 
-function legacyTexts (value: string | string[]): DigestTexts | null {
+function legacyTexts (value: string | string[]): Texts | null {
   const digests = parseLegacyDigest(value)
-  return digests === null ? null : new Map([...digests].map(([key, octets]) => [key, octets.toString('base64')]))
+  return digests === null ? null : textsOf(digests)
 }
 
 /** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */

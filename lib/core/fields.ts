@@ -3,6 +3,7 @@
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
+import { textsOf } from './compare'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
 
 // unixsum and unixcksum may be Integers: their width in octets, big-endian (RFC 9530 §5, Appendix D).
@@ -70,7 +71,7 @@ const PLAIN_MEMBER = new RegExp(`(${KEY})=:([A-Za-z0-9+/]*={0,2}):(?:[ \\t]*,[ \
  * base64 text as sent, a duplicate key overwriting but keeping its place (§4.2.2, as Map.set does). Null for any other
  * form, which the general parser reads.
  */
-export function plainDigestTexts (input: string): Map<string, string> | null {
+function plainDigestTexts (input: string): Map<string, string> | null {
   const texts = new Map<string, string>()
   PLAIN_MEMBER.lastIndex = 0
   while (PLAIN_MEMBER.lastIndex < input.length) {
@@ -126,7 +127,7 @@ export function parseDigestTexts (value: string | readonly string[], field: stri
   const plain = plainDigestTexts(input)
   if (plain !== null) return plain
   const digests = dictionaryDigests(input, field)
-  return digests.size === 0 ? null : new Map([...digests].map(([key, octets]) => [key, octets.toString('base64')]))
+  return digests.size === 0 ? null : textsOf(digests)
 }
 
 /** Whether no algorithm of the list is written as an Integer in the default mode (unixsum, unixcksum). */
