@@ -84,9 +84,10 @@ function readRequest (
   // (verdict.ts), synchronously, so only where bodyLimit bounds that work as it bounds fastify's own parsing of a body.
   const length = Number(headers['content-length'])
   const small = length > 0 && length <= KEEP_BYTES && length <= limit
-  const decodable = decoded.size === 0 || (limit <= DECODE_WHOLE_BYTES && decodingOrder(coding as string) !== null)
-  if (small && decodable && request.raw.readableLength === 0) {
+  const order = decoded.size === 0 || limit > DECODE_WHOLE_BYTES ? null : decodingOrder(coding as string)
+  if (small && (decoded.size === 0 || order !== null) && request.raw.readableLength === 0) {
     state.keeper = new ChunkKeeper(request.raw, length)
+    state.order = order
   } else {
     state.openSide()
   }

@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { FieldVerification } from '../../../types/index'
 import { readClaims, type Claim } from '../../core/claims'
-import { DECODABLE_CODINGS, decodeWhole, decodingOrder } from '../../core/content-decoding'
+import { DECODABLE_CODINGS, decodeWhole } from '../../core/content-decoding'
 import type { BodyStream } from '../../core/body-stream'
 import type { ChunkKeeper } from '../../core/chunk-keeper'
 import { digestTexts } from '../../core/algorithms'
@@ -36,7 +36,7 @@ function decodeKept (request: FastifyRequest, state: Verification): Buffer {
   const { keeper, coding, limit } = state
   const bytes = (keeper as ChunkKeeper).whole(unreadKept(request, state))
   try {
-    return decodeWhole(decodingOrder(coding as string) as string[], bytes, limit, false)
+    return decodeWhole(state.order as string[], bytes, limit, false)
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
       throw new FST_DIGEST_CONTENT_TOO_LARGE(state.wanted.decodedFields, String(limit))

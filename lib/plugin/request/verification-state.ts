@@ -40,6 +40,8 @@ export class Verification {
   streams: Streams | null = null
   /** request.raw hashed instead, for a body still unread at preValidation or at a waiting reply. */
   tap: SourceTap | null = null
+  /** A kept coded body's codings in decoding order (decodingOrder()), for its decoding whole at the end. */
+  order: string[] | null = null
   /** The side decoder of the decoded digests (null: none needed, none available, or a decoder before the last). */
   side: DecodingTap | null = null
   /** The verdict, once 'judged' (null: none to answer). */
