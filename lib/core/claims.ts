@@ -9,8 +9,8 @@ import type { DigestParams } from './option-checks'
 type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
 
 /**
- * One digest field of the request, header or trailer: its values as base64 text (parseDigestTexts()); `decoded`: checked
- * over the decoded content.
+ * One digest field of the request, header or trailer: its values as base64 text (parseDigestTexts());
+ * `decoded`: checked over the decoded content.
  */
 export interface Claim { field: DigestFieldName, received: Texts, decoded: boolean }
 
