@@ -533,12 +533,24 @@ function varyByHand (app) {
   })
 }
 
+/** Request and reply decorations in the number and kind the plugin makes (with inboxCheckAsPlugin's kKept), empty. */
+function pluginDecorations (app) {
+  for (let i = 0; i < 2; i++) app.decorateRequest(Symbol('state'), null)
+  const kVerdict = Symbol('verdict')
+  app.decorateRequest('digestVerification', { getter () { return this[kVerdict] }, setter (value) { this[kVerdict] = value } })
+  for (let i = 0; i < 3; i++) app.decorateReply(Symbol('state'), null)
+  app.decorateReply('setReprDigest', function () {})
+  app.decorateReply('setUnencodedDigest', function () {})
+}
+
 /**
  * Scenario 9's second reference: the same check by hand where a plugin has to place it, the parser untouched: an
  * onRequest hook keeps the body's chunks (a `data` listener on request.raw), a preValidation hook hashes them once and
- * compares (400 on a mismatch); and varyByHand().
+ * compares (400 on a mismatch); and varyByHand(). Around it, the rest of the plugin's hook set, doing nothing: the
+ * two preParsing hooks (before and after a decoder), the 404 and the route's second onSend hook, its decorations.
  */
 function inboxCheckAsPlugin (app, algorithm) {
+  pluginDecorations(app)
   app.decorateRequest(kKept, null)
   app.addHook('onRequest', (request, reply, done) => {
     if (request.headers['content-digest'] !== undefined) {
@@ -547,6 +559,8 @@ function inboxCheckAsPlugin (app, algorithm) {
     }
     done()
   })
+  app.addHook('preParsing', (request, reply, payload, done) => { done(null, payload) })
+  app.addHook('preParsing', (request, reply, payload, done) => { done(null, payload) })
   app.addHook('preValidation', (request, reply, done) => {
     const kept = request[kKept]
     if (kept === null) return done()
@@ -554,6 +568,8 @@ function inboxCheckAsPlugin (app, algorithm) {
     if (claimMatches(request, hash(NODE_HASH[algorithm], body, 'buffer'), algorithm)) done()
     else reply.code(400).send(MISMATCH)
   })
+  app.addHook('onSend', (request, reply, payload, done) => { done(null, payload) })
+  app.addHook('onSend', (request, reply, payload, done) => { done(null, payload) })
   varyByHand(app)
 }
 
@@ -617,7 +633,7 @@ function inboxScenario (id, algorithm, h2, placed = false) {
     ...(h2 ? { protocol: 'h2', fastify: { http2: true }, sessions: 4 } : {}),
     // 9 also with the check by hand in hooks: how near a plugin-shaped check can come to the parser's.
     sides: [inboxPlugin, bare, { key: 'hash', label: 'bare + the check by hand in a buffering JSON parser' },
-      ...(placed ? [{ key: 'placed', label: 'bare + the check by hand in hooks' }] : [])],
+      ...(placed ? [{ key: 'placed', label: 'bare + the check by hand in the plugin\'s hooks' }] : [])],
     async setup (app, side) {
       await register(app, side)
       if (side.key === 'hash') jsonParserByHand(app, algorithm)
