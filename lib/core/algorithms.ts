@@ -65,22 +65,27 @@ export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   return checksumOctets(entry, entry.update(bytes), bytes.length)
 }
 
+type Base64Digester = (data: Data) => string
+
+// computeDigest() as base64 for each key: a node:crypto hash writes it directly, a checksum's octets are encoded.
+const BASE64: ReadonlyMap<DigestAlgorithm, Base64Digester> = new Map([...REGISTRY].map(([algorithm, { hash: name }]) => {
+  const digester: Base64Digester = name === undefined
+    ? (data) => computeDigest(algorithm, data).toString('base64')
+    : (data) => hash(name, data, 'base64')
+  return [algorithm, digester]
+}))
+
+/** computeDigest() as base64 for one algorithm; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. */
+export function base64Digester (algorithm: DigestAlgorithm): Base64Digester {
+  lookup(algorithm)
+  return BASE64.get(algorithm) as Base64Digester
+}
+
 /** computeDigest() as base64 text for each algorithm: what a request's claims are compared with (compare.ts). */
 export function digestTexts (algorithms: Iterable<DigestAlgorithm>, data: Data): Map<DigestAlgorithm, string> {
   const texts = new Map<DigestAlgorithm, string>()
-  for (const algorithm of algorithms) {
-    const entry = lookup(algorithm)
-    const name = entry.hash
-    const text = name === undefined ? computeDigest(algorithm, data).toString('base64') : hash(name, data, 'base64')
-    texts.set(algorithm, text)
-  }
+  for (const algorithm of algorithms) texts.set(algorithm, base64Digester(algorithm)(data))
   return texts
-}
-
-/** computeDigest() as base64 for one algorithm, looked up once (per route), not per call. */
-export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
-  const { hash: name } = lookup(algorithm)
-  return name === undefined ? (data) => computeDigest(algorithm, data).toString('base64') : (data) => hash(name, data, 'base64')
 }
 
 /** digest() finalises once, later calls return a copy (node:crypto's Hash throws); update() after it throws. */

@@ -92,7 +92,10 @@ function receivedDigests (request: FastifyRequest, state: Verification): Texts {
   // fails closed.
   if (state.keeper?.chunks === null) throw new FST_DIGEST_INCOMPLETE()
   if (state.tap !== null) return textsOf(state.tap.digests as DigestResults)
-  if (state.keeper !== null) return state.keeper.digests(state.wanted.received, unreadKept(request, state))
+  if (state.keeper !== null) {
+    const received = state.wanted.received
+    return received.size === 0 ? NO_DIGESTS : state.keeper.digests(received, unreadKept(request, state))
+  }
   const head = (state.streams as Streams).head as BodyStream
   head.digests ??= (head.hasher as MultiDigester).digest()
   return textsOf(head.digests)
