@@ -2,6 +2,7 @@
 // recomputed from the bytes the client actually received.
 import { createHash } from 'node:crypto'
 import { connect } from 'node:net'
+import type { Readable } from 'node:stream'
 import * as zlib from 'node:zlib'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
@@ -93,4 +94,30 @@ export async function rawExchange (app: FastifyInstance, request: string): Promi
     socket.on('end', () => resolve(Buffer.concat(parts).toString('latin1')))
     socket.on('error', reject)
   })
+}
+
+type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
+
+export interface Pushes { pushed: Array<string | null>, first: Promise<void>, ended: Promise<void> }
+
+/**
+ * Replaces `raw`'s own `push`, recording each chunk (as text) and the end (null); `first` settles after the first
+ * chunk is pushed, `ended` after the end is.
+ */
+export function recordPushes (raw: Readable): Pushes {
+  const pushed: Array<string | null> = []
+  const target = raw as Readable & { push: Push }
+  const push = target.push
+  let chunkPushed = (): void => {}
+  let endPushed = (): void => {}
+  const first = new Promise<void>((resolve) => { chunkPushed = resolve })
+  const ended = new Promise<void>((resolve) => { endPushed = resolve })
+  target.push = function (chunk, encoding) {
+    pushed.push(chunk === null ? null : String(chunk))
+    const more = push.call(this, chunk, encoding)
+    if (chunk === null) endPushed()
+    else chunkPushed()
+    return more
+  }
+  return { pushed, first, ended }
 }

@@ -43,6 +43,13 @@ const integration = [
   'test/package/examples.test.ts'
 ]
 
+/** The canaries of what the plugin relies on in upstream internals (docs/design.md): run in every cell. */
+const upstream = [
+  'test/upstream/node-request-stream.test.ts',
+  'test/upstream/fastify-request.test.ts',
+  'test/upstream/fastify-reply.test.ts'
+]
+
 /** Every client test: the interceptor against undici, each major of it. */
 const client = [
   'test/client/client-check.test.ts',
@@ -61,15 +68,16 @@ const client = [
  * Runs on each Node.js release (`nodes`: only those majors): `latest` is the
  * whole suite with every package at its newest major there (undici 8 where
  * its engines allow); the others put older majors in place of the current
- * ones and run the integration files and the client's; `fastify 6` runs the
- * integration files on the prerelease, with the current plugins.
+ * ones and run the upstream canaries, the integration files and the client's;
+ * `fastify 6` runs the canaries and the integration files on the prerelease,
+ * with the current plugins.
  */
 const combos = [
   { name: 'latest', use: {}, files: 'all', nodes: ['20'] },
   { name: 'latest', use: { undici: '8' }, files: 'all', nodes: ['22', '24', '26'] },
-  { name: 'older', use: { '@fastify/compress': '8', '@fastify/static': '9', '@fastify/multipart': '9', undici: '7' }, files: [...integration, ...client] },
-  { name: 'oldest static', use: { '@fastify/static': '8' }, files: ['test/plugin/response/static.test.ts', 'test/plugin/response/file-digests.test.ts', 'test/package/examples.test.ts'] },
-  { name: 'fastify 6', use: { fastify: '6', undici: '8' }, files: integration, nodes: ['24', '26'] }
+  { name: 'older', use: { '@fastify/compress': '8', '@fastify/static': '9', '@fastify/multipart': '9', undici: '7' }, files: [...upstream, ...integration, ...client] },
+  { name: 'oldest static', use: { '@fastify/static': '8' }, files: [...upstream, 'test/plugin/response/static.test.ts', 'test/plugin/response/file-digests.test.ts', 'test/package/examples.test.ts'] },
+  { name: 'fastify 6', use: { fastify: '6', undici: '8' }, files: [...upstream, ...integration], nodes: ['24', '26'] }
 ]
 
 /** What differs by package and major, under the table. */
@@ -110,7 +118,8 @@ function renderTable () {
     '',
     `CI (\`.ci/run\`) runs \`npm test\`, the whole suite with coverage, on Node.js ${major(nodes[0])}, the oldest supported, and`,
     'then every cell of this table (`npm run test:compat`): the whole suite with the newest majors on each Node.js line,',
-    'and the integration tests and the examples (and the client\'s tests, but on fastify 6) with the other versions:',
+    'and the canaries of upstream internals (`test/upstream/`), the integration tests and the examples (and the client\'s',
+    'tests, but on fastify 6) with the other versions:',
     '',
     '| package | version tested | on Node.js |',
     '|---|---|---|',
@@ -120,4 +129,4 @@ function renderTable () {
   ].join('\n')
 }
 
-module.exports = { nodes, packages, integration, client, combos, notes, renderTable, major, nodesOf }
+module.exports = { nodes, packages, upstream, integration, client, combos, notes, renderTable, major, nodesOf }

@@ -1,8 +1,8 @@
 // lib/plugin/route-hooks.ts places the plugin's hooks on a route from a microtask
 // queued by its onRoute hook. That rests on two things fastify does
-// (lib/route.js): every onRoute hook runs synchronously inside route(), and
-// the route's hook lists are read only at preReady. The first tests fail if
-// fastify changes either; the others check the places themselves.
+// (lib/route.js), pinned in test/upstream/fastify-reply.test.ts: every onRoute
+// hook runs synchronously inside route(), and the route's hook lists are read
+// only at preReady. These tests check the places themselves.
 import { test } from 'tap'
 import Fastify from 'fastify'
 import type { FastifyInstance, RouteOptions } from 'fastify'
@@ -24,34 +24,6 @@ function recorder (calls: Calls): Record<'onRequest' | 'preParsing' | 'preValida
     onError: named((name) => function (_q: unknown, _r: unknown, _e: unknown, done: () => void) { calls.push(name); done() })
   }
 }
-
-test('fastify runs every onRoute hook inside route(), before it returns', async (t) => {
-  const app = Fastify()
-  t.teardown(() => app.close())
-  const seen: string[] = []
-  app.addHook('onRoute', (opts) => { seen.push(`first ${opts.url}`) })
-  app.addHook('onRoute', (opts) => { seen.push(`second ${opts.url}`) })
-  app.post('/a', async () => 'a')
-  t.same(seen, ['first /a', 'second /a'], 'both ran, in registration order, synchronously')
-})
-
-test('fastify reads a route\'s hook lists at preReady: a list changed from a microtask queued in onRoute is the one used', async (t) => {
-  const calls: Calls = []
-  const hooks = recorder(calls)
-  const app = Fastify()
-  t.teardown(() => app.close())
-  // Queued first, like the plugin's: runs after the later onRoute hook's synchronous push.
-  app.addHook('onRoute', (opts: RouteOptions) => {
-    queueMicrotask(() => { opts.onSend = [hooks.onSend('queued first'), ...hookList(opts.onSend), hooks.onSend('queued last')] })
-  })
-  app.addHook('onRoute', (opts: RouteOptions) => {
-    opts.onSend = [...hookList(opts.onSend), hooks.onSend('pushed by a later onRoute hook')]
-  })
-  app.get('/a', { onSend: hooks.onSend('the route\'s own') }, async () => 'a')
-  const res = await app.inject('/a')
-  t.equal(res.body, 'a')
-  t.same(calls, ['queued first', 'the route\'s own', 'pushed by a later onRoute hook', 'queued last'])
-})
 
 /** An app whose onRoute hook places `sets` (built per route) on every route, and one route with hooks of its own. */
 async function placed (t: TapTest, own: boolean, sets: (calls: Calls) => Array<RouteHooks | null>): Promise<{ app: FastifyInstance, calls: Calls }> {
