@@ -13,12 +13,16 @@ import { installRequestVerification } from './plugin/request/body-check'
 import { kDeclared, kRouteParams } from './plugin/symbols'
 import { errors, FST_DIGEST_ALREADY_REGISTERED } from './core/errors'
 import { ALGORITHMS, isDigestAlgorithm, computeDigest, createDigester } from './core/algorithms'
-import { parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest } from './core/fields'
+import {
+  parseDigestField, serializeDigestField, parseWantField, serializeWantField, parseLegacyDigest
+} from './core/fields'
 import { selectAlgorithms } from './core/negotiation'
 import { verifyDigests } from './core/compare'
 import { staticHeaders } from './plugin/response/static-files'
 
-const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (fastify, opts, done) {
+const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = function fastifyDigestFields (
+  fastify, opts, done
+) {
   // avvio 9.3.1 lib/plugin.js:138 calls a callback plugin bare: a throw would be uncaught.
   try {
     // Registered again in this scope or a child one, which inherits the decorators.

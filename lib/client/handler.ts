@@ -1,7 +1,7 @@
 // The handler of one request (undici's controller API, Dispatcher.DispatchHandler, in 7 and 8):
 // everything passes through to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
-import type { ClientParams } from './interceptor'
+import type { ClientParams } from './client-options'
 import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './response-check'
 
 type Controller = Dispatcher.DispatchController
@@ -50,7 +50,8 @@ export class SharedController implements Controller {
 function trailersOf (controller: Controller, trailers: ResponseHeaders): ResponseHeaders {
   const raw = controller.rawTrailers
   if (Object.keys(trailers).length > 0 || raw === null || typeof raw !== 'object' || Array.isArray(raw)) return trailers
-  return Object.fromEntries(Object.entries(raw).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value.map(String) : String(value)]))
+  return Object.fromEntries(Object.entries(raw).map(([name, value]) =>
+    [name.toLowerCase(), Array.isArray(value) ? value.map(String) : String(value)]))
 }
 
 export class DigestHandler implements Handler {
@@ -58,7 +59,9 @@ export class DigestHandler implements Handler {
   #failed: Error | null = null // why the head failed: nothing more is passed on
   #shared: SharedController | null = null // the controller above while a side decoder runs
 
-  constructor (private readonly handler: Handler, private readonly params: ClientParams, private readonly request: RequestFacts) {}
+  constructor (
+    private readonly handler: Handler, private readonly params: ClientParams, private readonly request: RequestFacts
+  ) {}
 
   onRequestStart (controller: Controller, context: unknown): void { this.handler.onRequestStart?.(controller, context) }
   onResponseStarted (): void { (this.handler as { onResponseStarted?: () => void }).onResponseStarted?.() }

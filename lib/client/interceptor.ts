@@ -2,69 +2,12 @@
 // Want-*-Digest, `TE: trailers`
 // and Content-Digest to a request, its response checked by a DigestHandler. Headers: lib/core/request.js:196-218.
 import type { Dispatcher } from 'undici'
-import type { DigestAlgorithm, DigestInterceptorOptions } from '../../types/client'
-import { FST_DIGEST_INVALID_OPTION } from '../core/errors'
-import { digestFieldOf, parseDigestField, parseWantField, serializeWantField } from '../core/fields'
-import { checkAlgorithms, checkBoolean, checkCount, checkOptions, defaultAlgorithms, describe, oneOf, type Check, type Table } from '../core/option-checks'
+import type { DigestInterceptorOptions } from '../../types/client'
+import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
+import { normalizeClientOptions } from './client-options'
 import { DigestHandler } from './handler'
 import { knownBytes, prepareBody } from './request-digest'
 import type { RequestFacts } from './response-check'
-
-/** The options, checked once (the plugin's names and defaults where they mean the same); want: the Want-* fields to send. */
-export type ClientParams = Readonly<Required<Omit<DigestInterceptorOptions, 'want'>> & { want: ReadonlyArray<[string, string]> }>
-
-export const defaultMaxDecodedSize = 64 * 1024 * 1024
-const WANT_KEYS = ['content', 'repr', 'unencoded']
-
-const fail = (name: string, reason: string): Error => new FST_DIGEST_INVALID_OPTION(name, reason)
-const checkReading = oneOf<ClientParams['reprDigest']>('either', 'decoded', 'coded')
-
-/** An accepted algorithm or a list of 1 to 10 as a Want-* value: weights 10, 9, … (RFC 9530 §4). */
-function wantValue (value: unknown, name: string, enabled: readonly DigestAlgorithm[]): string {
-  const list: unknown[] = Array.isArray(value) ? value : [value]
-  if (list.length === 0 || list.length > 10) throw fail(name, `expected 1 to 10 algorithms, got ${list.length}`)
-  for (const [i, key] of list.entries()) {
-    if (!enabled.includes(key as DigestAlgorithm)) throw fail(name, `expected algorithms among the accepted ones (${enabled.join(', ')}), got ${describe(key)}`)
-    if (list.indexOf(key) !== i) throw fail(name, `${describe(key)} is listed twice`)
-  }
-  return serializeWantField(list.map((key, i) => [key as string, 10 - i]))
-}
-
-// An algorithm or a list asks for Content-Digest and Repr-Digest (docs/design.md, "The client"); the object, per field.
-const checkWant: Check<ClientParams['want'], ClientParams> = (value, name, fail, { algorithms }) => {
-  const want = typeof value === 'string' || Array.isArray(value) ? wantValue(value, name, algorithms) : null
-  if (want !== null) return [['want-content-digest', want], ['want-repr-digest', want]]
-  if (value === null || typeof value !== 'object') {
-    throw fail(name, `expected an algorithm, a list of them or { content, repr, unencoded }, got ${describe(value)}`)
-  }
-  const unknown = Object.keys(value).find((key) => !WANT_KEYS.includes(key))
-  if (unknown !== undefined) throw fail(`want.${unknown}`, `unknown key (want keys: ${WANT_KEYS.join(', ')})`)
-  const byKey = value as Record<string, unknown>
-  return WANT_KEYS.filter((key) => byKey[key] !== undefined).map((key) => [`want-${key}-digest`, wantValue(byKey[key], `want.${key}`, algorithms)])
-}
-
-const clientOptions: Table<DigestInterceptorOptions, ClientParams> = {
-  algorithms: [checkAlgorithms, defaultAlgorithms],
-  verify: [oneOf<ClientParams['verify']>('if-present', 'required'), 'if-present'],
-  strict: [checkBoolean, false],
-  // Strict mode is RFC 9530 §3 to the letter: the content coding is part of the representation.
-  reprDigest: [(value, name, fail, { strict }) => {
-    const reading = checkReading(value, name, fail, null)
-    if (strict && reading !== 'coded') throw fail(name, `strict: true reads a coded Repr-Digest over the coded bytes only, got ${describe(reading)}`)
-    return reading
-  }, 'either'],
-  want: [checkWant, []],
-  maxDecodedSize: [checkCount('bytes'), defaultMaxDecodedSize],
-  acceptReencoded: [(value, name, fail) => {
-    if (typeof value === 'boolean' || typeof value === 'function') return value as ClientParams['acceptReencoded']
-    throw fail(name, `expected a boolean or a function, got ${describe(value)}`)
-  }, false]
-}
-
-/** Validate and freeze the options (reprDigest defaults to 'coded' under strict); throws FST_DIGEST_INVALID_OPTION naming the option. */
-export function normalizeClientOptions (opts: DigestInterceptorOptions = {}): ClientParams {
-  return checkOptions(opts, clientOptions, fail, { reprDigest: opts?.strict === true ? 'coded' : 'either' })
-}
 
 type Pairs = Array<[string, string | string[]]>
 
@@ -73,8 +16,11 @@ export function headerPairs (headers: unknown): Pairs {
   if (headers == null) return []
   const entries: Array<[unknown, unknown]> = Array.isArray(headers)
     ? Array.from({ length: headers.length >> 1 }, (_, i) => [headers[2 * i], headers[2 * i + 1]])
-    : Array.from(typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function' ? headers as Iterable<[unknown, unknown]> : Object.entries(headers))
-  return entries.filter(([, value]) => value != null).map(([name, value]) => [String(name), Array.isArray(value) ? value : String(value)])
+    : Array.from(typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function'
+      ? headers as Iterable<[unknown, unknown]>
+      : Object.entries(headers))
+  return entries.filter(([, value]) => value != null)
+    .map(([name, value]) => [String(name), Array.isArray(value) ? value : String(value)])
 }
 
 /** Each field's value by lowercase name, several lines joined with ", " (RFC 9110 §5.3), in one pass. */
@@ -91,7 +37,10 @@ export function fieldValues (pairs: Pairs): Map<string, string> {
 }
 
 // The request's fields a 406 or a digest problem may be about, in this order.
-const FACT_FIELDS = ['Repr-Digest', 'Content-Digest', 'Unencoded-Digest', 'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest']
+const FACT_FIELDS = [
+  'Repr-Digest', 'Content-Digest', 'Unencoded-Digest',
+  'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest'
+]
 
 function requestFacts (method: string, values: ReadonlyMap<string, string>): RequestFacts {
   const trailers = /(^|,)\s*trailers\s*(;|,|$)/i.test(values.get('te') ?? '')
@@ -100,7 +49,8 @@ function requestFacts (method: string, values: ReadonlyMap<string, string>): Req
     if (value === undefined) continue
     let algorithm: string | null = null
     try {
-      algorithm = (field.startsWith('Want-') ? parseWantField(value) : parseDigestField(value))?.keys().next().value ?? null
+      const members = field.startsWith('Want-') ? parseWantField(value) : parseDigestField(value)
+      algorithm = members?.keys().next().value ?? null
     } catch {}
     return { method, trailers, digestField: field, digestAlgorithm: algorithm }
   }
@@ -116,7 +66,8 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
   const added = params.verify === 'required' ? [...params.want, ['te', 'trailers'] as [string, string]] : params.want
   return (dispatch) => function digestDispatch (opts, handler) {
     const pairs = headerPairs(opts.headers)
-    // The fields by lowercase name, kept in step with `pairs`: read once, for what is added and for the response's check.
+    // The fields by lowercase name, kept in step with `pairs`: read once, for what is added and for the response's
+    // check.
     const given = fieldValues(pairs)
     for (const [name, value] of added) {
       if (given.has(name)) continue
@@ -129,7 +80,8 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
         given.set('content-digest', contentDigest)
       }
       const next = new DigestHandler(handler, params, requestFacts((opts.method ?? 'GET').toUpperCase(), given))
-      return dispatch({ ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: fields.flat() as string[] }, next)
+      const sent = { ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: fields.flat() as string[] }
+      return dispatch(sent, next)
     }
     // A Content-Digest the caller gives is kept, and the body sent as it is.
     if (given.has('content-digest')) return send(pairs, opts.body)

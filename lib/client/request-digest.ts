@@ -1,5 +1,6 @@
-// Content-Digest of request content as sent (RFC 9530 §2): bytes at once, a Blob hashed as a stream, a FormData serialized
-// first; `{ unencoded: true }` adds Unencoded-Digest, the same value without a coding (draft-ietf-httpbis-unencoded-digest §3).
+// Content-Digest of request content as sent (RFC 9530 §2): bytes at once, a Blob hashed as a stream, a FormData
+// serialized first; `{ unencoded: true }` adds Unencoded-Digest, the same value without a coding
+// (draft-ietf-httpbis-unencoded-digest §3).
 import { randomBytes } from 'node:crypto'
 import type { DigestAlgorithm, DigestedBody, DigestHeadersOptions, DigestibleBody } from '../../types/client'
 import { ALGORITHMS } from '../core/algorithms'
@@ -11,7 +12,8 @@ import { digestFieldOf, serializeDigestField } from '../core/fields'
 /** A FormData (the global one or undici's), by the brand undici checks (lib/core/util.js isFormDataLike). */
 export function isFormData (body: unknown): body is FormData {
   return body !== null && typeof body === 'object' &&
-    (body as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'FormData' && typeof (body as FormData).entries === 'function'
+    (body as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'FormData' &&
+    typeof (body as FormData).entries === 'function'
 }
 
 const escapeName = (name: string): string => name.replace(/\n/g, '%0A').replace(/\r/g, '%0D').replace(/"/g, '%22')
@@ -30,7 +32,8 @@ export function formDataBlob (form: FormData): Blob | null {
     } else if (value instanceof Blob) {
       // FormData.append makes a Blob a File named "blob" (XHR §4.4.2, "create an entry").
       const filename = typeof (value as File).name === 'string' ? (value as File).name : 'blob'
-      parts.push(`${head}; filename="${escapeName(filename)}"\r\nContent-Type: ${value.type === '' ? 'application/octet-stream' : value.type}\r\n\r\n`, value, '\r\n')
+      const type = value.type === '' ? 'application/octet-stream' : value.type
+      parts.push(`${head}; filename="${escapeName(filename)}"\r\nContent-Type: ${type}\r\n\r\n`, value, '\r\n')
     } else {
       return null
     }
@@ -72,35 +75,66 @@ export function prepareBody (
   })()
 }
 
-/** The algorithms, checked, and the fields for a value under `options`: Content-Digest, and Unencoded-Digest if asked. */
-function checkArgs (caller: string, algorithm: DigestAlgorithm | readonly DigestAlgorithm[], options: DigestHeadersOptions | undefined): [readonly DigestAlgorithm[], (field: string) => Fields] {
+/**
+ * The algorithms, checked, and the fields for a value under `options`: Content-Digest, and Unencoded-Digest if asked.
+ */
+function checkArgs (
+  caller: string, algorithm: DigestAlgorithm | readonly DigestAlgorithm[], options: DigestHeadersOptions | undefined
+): [readonly DigestAlgorithm[], (field: string) => Fields] {
   const algorithms: readonly DigestAlgorithm[] = typeof algorithm === 'string' ? [algorithm] : algorithm
   if (algorithms.length === 0) throw new TypeError(`${caller} needs at least one algorithm`)
   for (const key of algorithms) if (!ALGORITHMS.has(key)) throw new FST_DIGEST_UNKNOWN_ALGORITHM(String(key))
   if (options === null || typeof (options ?? {}) !== 'object') {
     throw new FST_DIGEST_INVALID_OPTION('options', `expected { unencoded }, got ${describe(options)}`)
   }
-  for (const key of Object.keys(options ?? {})) if (key !== 'unencoded') throw new FST_DIGEST_INVALID_OPTION(key, 'unknown option (options: unencoded)')
+  for (const key of Object.keys(options ?? {})) {
+    if (key !== 'unencoded') throw new FST_DIGEST_INVALID_OPTION(key, 'unknown option (options: unencoded)')
+  }
   const unencoded = options?.unencoded ?? false
-  if (typeof unencoded !== 'boolean') throw new FST_DIGEST_INVALID_OPTION('unencoded', `expected a boolean, got ${describe(unencoded)}`)
-  return [algorithms, (field) => unencoded ? { 'content-digest': field, 'unencoded-digest': field } : { 'content-digest': field }]
+  if (typeof unencoded !== 'boolean') {
+    throw new FST_DIGEST_INVALID_OPTION('unencoded', `expected a boolean, got ${describe(unencoded)}`)
+  }
+  return [algorithms, (field) => unencoded
+    ? { 'content-digest': field, 'unencoded-digest': field }
+    : { 'content-digest': field }]
 }
 
-/** `{ 'content-digest': … }` for a body whose bytes are known (deprecated algorithms allowed: servers may ask for them). */
-export function digestHeaders (body: DigestibleBody, algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256', options?: DigestHeadersOptions): Fields {
+/**
+ * `{ 'content-digest': … }` for a body whose bytes are known (deprecated algorithms allowed: servers may ask for them).
+ */
+export function digestHeaders (
+  body: DigestibleBody,
+  algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256',
+  options?: DigestHeadersOptions
+): Fields {
   const bytes = knownBytes(body)
-  if (bytes === null) throw new TypeError('digestHeaders() takes a string, an ArrayBuffer or a typed array (Buffer, Uint8Array, …); use digestBody() for a Blob or FormData')
+  if (bytes === null) {
+    throw new TypeError('digestHeaders() takes a string, an ArrayBuffer or a typed array (Buffer, Uint8Array, …); ' +
+      'use digestBody() for a Blob or FormData')
+  }
   const [algorithms, fields] = checkArgs('digestHeaders()', algorithm, options)
   return fields(digestFieldOf(algorithms, bytes, true) as string)
 }
 
-/** The body to send and its headers, for bytes, a Blob or a FormData (its Content-Type, with the boundary, in the headers). */
-export async function digestBody (body: DigestibleBody | Blob | FormData, algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256', options?: DigestHeadersOptions): Promise<DigestedBody> {
+/**
+ * The body to send and its headers, for bytes, a Blob or a FormData (its Content-Type, with the boundary, in the
+ * headers).
+ */
+export async function digestBody (
+  body: DigestibleBody | Blob | FormData,
+  algorithm: DigestAlgorithm | readonly DigestAlgorithm[] = 'sha-256',
+  options?: DigestHeadersOptions
+): Promise<DigestedBody> {
   const [algorithms, fields] = checkArgs('digestBody()', algorithm, options)
   const bytes = knownBytes(body)
-  if (bytes !== null) return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string) }
+  if (bytes !== null) {
+    return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string) }
+  }
   const prepared = await prepareBody(body, algorithms)
-  if (prepared === null) throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
+  if (prepared === null) {
+    throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
+  }
   const headers = fields(prepared.field as string) // without a signal: hashed whole
-  return { body: prepared.body, headers: prepared.contentType === null ? headers : { ...headers, 'content-type': prepared.contentType } }
+  const type = prepared.contentType
+  return { body: prepared.body, headers: type === null ? headers : { ...headers, 'content-type': type } }
 }

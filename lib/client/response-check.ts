@@ -2,13 +2,15 @@
 // verdict at its end, trailers included. The rules and their sources: docs/design.md, "The client".
 import type { DigestAlgorithm, DigestClientError, DigestClientErrorCode } from '../../types/client'
 import type { AlgorithmResult, DigestFieldName, DigestMap, FieldVerification } from '../../types/index'
-import { DECODABLE_CODINGS, DecodingTap, MAX_CODINGS, contentCoding, createContentDecoders, decodeWhole, decodingOrder } from '../core/content-decoding'
+import {
+  DECODABLE_CODINGS, DecodingTap, MAX_CODINGS, contentCoding, createContentDecoders, decodeWhole, decodingOrder
+} from '../core/content-decoding'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { clientErrors } from '../core/errors'
 import { parseDigestField } from '../core/fields'
 import { verifyDigests } from '../core/compare'
 import { ALGORITHMS } from '../core/algorithms'
-import type { ClientParams } from './interceptor'
+import type { ClientParams } from './client-options'
 
 // node:zlib makes a thread-pool round trip per write and output chunk. The response is held
 // once the first decoder queued HOLD_SIZE, until its 'drain': undici's resume() reads the
@@ -30,35 +32,60 @@ function responseField (headers: ResponseHeaders, name: string): string | undefi
   return Array.isArray(value) ? value.join(', ') : value
 }
 
-/** The request's method, whether it sent `TE: trailers`, and the digest field (and its first algorithm) a refusal is about. */
-export interface RequestFacts { readonly method: string, readonly trailers: boolean, readonly digestField: string | null, readonly digestAlgorithm: string | null }
+/**
+ * The request's method, whether it sent `TE: trailers`, and the digest field (and its first algorithm) a refusal is
+ * about.
+ */
+export interface RequestFacts {
+  readonly method: string
+  readonly trailers: boolean
+  readonly digestField: string | null
+  readonly digestAlgorithm: string | null
+}
 
 /** The error of `code`, carrying the `field` and `algorithm` at fault. */
-function clientError (code: DigestClientErrorCode, field: string, algorithm: string | null, ...detail: [string?]): DigestClientError {
+function clientError (
+  code: DigestClientErrorCode, field: string, algorithm: string | null, ...detail: [string?]
+): DigestClientError {
   const err = new clientErrors[code](field, algorithm ?? 'none', ...detail)
   return Object.assign(err, { field, algorithm }) as DigestClientError
 }
 
-/** A 406 to a request with digest fields, or problem details (RFC 9457) of a digest-fields type or FST_DIGEST_* `code`. */
-function refusalOf (status: number, request: RequestFacts, body: Buffer | null, coding: string | null): DigestClientError | null {
-  const { digestField, digestAlgorithm } = request
-  if (status === 406 && digestField !== null) return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, digestAlgorithm)
+/** A refusal's body as problem details: decoded (at most MAX_PROBLEM_SIZE), a JSON object; else null. */
+function problemOf (body: Buffer | null, coding: string | null): Record<string, unknown> | null {
   const codings = coding === null ? [] : decodingOrder(coding)
   if (body === null || codings === null) return null
-  let problem: Record<string, unknown>
   try {
-    problem = JSON.parse(decodeWhole(codings, body, MAX_PROBLEM_SIZE).toString())
+    const problem: unknown = JSON.parse(decodeWhole(codings, body, MAX_PROBLEM_SIZE).toString())
+    return problem !== null && typeof problem === 'object' ? problem as Record<string, unknown> : null
   } catch {
     return null
   }
-  if (problem === null || typeof problem !== 'object') return null
+}
+
+/**
+ * A 406 to a request with digest fields, or problem details (RFC 9457) of a digest-fields type or FST_DIGEST_* `code`.
+ */
+function refusalOf (
+  status: number, request: RequestFacts, body: Buffer | null, coding: string | null
+): DigestClientError | null {
+  const { digestField, digestAlgorithm } = request
+  if (status === 406 && digestField !== null) {
+    return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, digestAlgorithm)
+  }
+  const problem = problemOf(body, coding)
+  if (problem === null) return null
   const { type, code, detail, title } = problem
-  if (!(typeof type === 'string' && type.startsWith(DIGEST_TYPE)) && !(typeof code === 'string' && code.startsWith('FST_DIGEST_'))) return null
+  const typed = typeof type === 'string' && type.startsWith(DIGEST_TYPE)
+  if (!typed && !(typeof code === 'string' && code.startsWith('FST_DIGEST_'))) return null
   const member = (['mismatched_digests', 'invalid_digests', 'unsupported_algorithms'].map((key) => problem[key])
-    .map((list) => Array.isArray(list) ? list[0] as unknown : null).find((first) => first !== null && typeof first === 'object') ?? {}) as Record<string, unknown>
-  const field = typeof member.header === 'string' ? member.header : digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField
+    .map((list) => Array.isArray(list) ? list[0] as unknown : null)
+    .find((first) => first !== null && typeof first === 'object') ?? {}) as Record<string, unknown>
+  const asked = digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField
+  const field = typeof member.header === 'string' ? member.header : asked
   const text = typeof detail === 'string' ? detail : typeof title === 'string' ? title : String(type ?? code)
-  return clientError('FST_DIGEST_REQUEST_REJECTED', field, typeof member.algorithm === 'string' ? member.algorithm : null, text)
+  const algorithm = typeof member.algorithm === 'string' ? member.algorithm : null
+  return clientError('FST_DIGEST_REQUEST_REJECTED', field, algorithm, text)
 }
 
 const FIELDS: readonly DigestFieldName[] = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest']
@@ -101,20 +128,29 @@ export class ResponseCheck {
   #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
 
-  constructor (private readonly params: ClientParams, private readonly request: RequestFacts, private readonly status: number, headers: ResponseHeaders) {
+  constructor (
+    private readonly params: ClientParams,
+    private readonly request: RequestFacts,
+    private readonly status: number,
+    headers: ResponseHeaders
+  ) {
     const head = request.method === 'HEAD'
     this.empty = head || status === 204 || status === 304
     const ofRepr = !head && ![204, 206, 304].includes(status)
-    this.#fields = FIELDS.filter((f) => f === 'Content-Digest' || (ofRepr && (f === 'Unencoded-Digest' || status !== 406)))
+    this.#fields = FIELDS.filter((f) =>
+      f === 'Content-Digest' || (ofRepr && (f === 'Unencoded-Digest' || status !== 406)))
     this.#coding = contentCoding(responseField(headers, 'content-encoding'))
     this.#read(headers)
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
-    this.#trailerFields = !this.empty && (/content-digest|repr-digest|unencoded-digest/.test((responseField(headers, 'trailer') ?? '').toLowerCase()) ||
-      (request.trailers && !inHead))
+    const trailer = (responseField(headers, 'trailer') ?? '').toLowerCase()
+    const announced = /content-digest|repr-digest|unencoded-digest/.test(trailer)
+    this.#trailerFields = !this.empty && (announced || (request.trailers && !inHead))
     const type = responseField(headers, 'content-type')
-    if (status >= 400 && type?.trim().toLowerCase().startsWith('application/problem+json') === true) this.#problem = Buffer.alloc(0)
+    const problem = type?.trim().toLowerCase().startsWith('application/problem+json') === true
+    if (status >= 400 && problem) this.#problem = Buffer.alloc(0)
     if (status === 304) return
-    // The coded and the decoded bytes, each hashed for the fields not of the other only; for all if trailers may add fields.
+    // The coded and the decoded bytes, each hashed for the fields not of the other only; for all if trailers may add
+    // fields.
     const coded = this.#coding !== null
     const pick = (other: Received['reading'] | null): DigestAlgorithm[] => params.algorithms.filter((a) =>
       this.#trailerFields || this.#received.some(({ digests, reading }) => digests.has(a) && reading !== other))
@@ -126,7 +162,10 @@ export class ResponseCheck {
     if (decoded.length === 0) return
     const stages = createContentDecoders(this.#coding as string, PROFILE)
     if (stages !== null) this.#decoder = new DecodingTap(stages, decoded, params.maxDecodedSize, BATCH_SIZE)
-    else this.#undecodable = `content coding "${this.#coding as string}" is not decoded here (${DECODABLE_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
+    else {
+      this.#undecodable = `content coding "${this.#coding as string}" is not decoded here ` +
+        `(${DECODABLE_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
+    }
   }
 
   /** The digest fields checked, from the head or the trailers. */
@@ -134,8 +173,11 @@ export class ResponseCheck {
     for (const field of this.#fields) {
       try {
         const digests = parseDigestField(responseField(fields, field.toLowerCase()), field)
-        // A coded response's Content-Digest is of the bytes received, Unencoded-Digest of the decoded ones (docs/design.md, "The client").
-        const reading = this.#coding === null || field === 'Content-Digest' ? 'coded' : field === 'Repr-Digest' ? this.params.reprDigest : 'decoded'
+        // A coded response's Content-Digest is of the bytes received, Unencoded-Digest of the decoded ones
+        // (docs/design.md, "The client").
+        const reading = this.#coding === null || field === 'Content-Digest'
+          ? 'coded'
+          : field === 'Repr-Digest' ? this.params.reprDigest : 'decoded'
         if (digests !== null) this.#received.push({ field, digests, reading })
       } catch (err) {
         this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
@@ -146,11 +188,16 @@ export class ResponseCheck {
   /** Whether a side decoder runs: the response may be held for it. */
   get decodes (): boolean { return this.#decoder !== null }
 
-  /** Feed a chunk of the content as received; false when the side decoder asks to hold the response until `release` is called. */
+  /**
+   * Feed a chunk of the content as received; false when the side decoder asks to hold the response until `release` is
+   * called.
+   */
   update (chunk: Uint8Array, release: (() => void) | null): boolean {
     this.#hasher?.update(chunk)
     const problem = this.#problem
-    if (problem !== null) this.#problem = problem.length + chunk.byteLength > MAX_PROBLEM_SIZE ? null : Buffer.concat([problem, chunk])
+    if (problem !== null) {
+      this.#problem = problem.length + chunk.byteLength > MAX_PROBLEM_SIZE ? null : Buffer.concat([problem, chunk])
+    }
     return this.#decoder?.write(chunk, release) ?? true
   }
 
@@ -163,8 +210,8 @@ export class ResponseCheck {
     const coded = this.#hasher?.digest() ?? UNKNOWN
     const decoder = this.#decoder
     if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
-    decoder.end(() => done(this.#verdict(coded, decoder.digests,
-      decoder.failure === 'too-large' ? `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)` : null)))
+    const tooLarge = `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)`
+    decoder.end(() => done(this.#verdict(coded, decoder.digests, decoder.failure === 'too-large' ? tooLarge : null)))
   }
 
   /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */

@@ -1,5 +1,6 @@
 // The RFC 9530 §5 algorithm registry and the hashing behind each key. Digests are raw octets (§2); a checksum is
-// big-endian of a fixed width, 2 octets for unixsum, 4 for the others, as Appendix D keeps leading zeros (unixsum `GQU=`).
+// big-endian of a fixed width, 2 octets for unixsum, 4 for the others, as Appendix D keeps leading zeros (unixsum
+// `GQU=`).
 import { createHash, hash, type Hash } from 'node:crypto'
 import type { ALGORITHMS as PublicAlgorithms, DigestAlgorithm, Digester } from '../../types/index'
 import { FST_DIGEST_UNKNOWN_ALGORITHM } from './errors'
@@ -11,8 +12,15 @@ type Data = Buffer | Uint8Array | string
 type Update = (data: Uint8Array, state?: number) => number
 const NO_BYTES = new Uint8Array(0)
 
-/** A node:crypto hash, or a checksum: `update` folds a chunk into its state (by default the start), `finish` (cksum) state and length → value. */
-interface Entry extends Omit<Info, 'key'> { readonly hash?: string, readonly update?: Update, readonly finish?: (state: number, length: number) => number }
+/**
+ * A node:crypto hash, or a checksum: `update` folds a chunk into its state (by default the start), `finish` (cksum)
+ * state and length → value.
+ */
+interface Entry extends Omit<Info, 'key'> {
+  readonly hash?: string
+  readonly update?: Update
+  readonly finish?: (state: number, length: number) => number
+}
 
 // The IANA "Hash Algorithms for HTTP Digest Fields" registry (RFC 9530 §5, §7.2): the
 // active keys first, then the deprecated ones in registry order. `sha` is SHA-1 (RFC 3174).
@@ -68,7 +76,8 @@ export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
 type Base64Digester = (data: Data) => string
 
 // computeDigest() as base64 for each key: a node:crypto hash writes it directly, a checksum's octets are encoded.
-const BASE64: ReadonlyMap<DigestAlgorithm, Base64Digester> = new Map([...REGISTRY].map(([algorithm, { hash: name }]) => {
+const BASE64: ReadonlyMap<DigestAlgorithm, Base64Digester> = new Map([...REGISTRY].map(([algorithm, entry]) => {
+  const name = entry.hash
   const digester: Base64Digester = name === undefined
     ? (data) => computeDigest(algorithm, data).toString('base64')
     : (data) => hash(name, data, 'base64')

@@ -26,7 +26,9 @@ export class BodyStream extends Readable {
     super()
     this.hasher = algorithms === null ? null : new MultiDigester(algorithms)
     // A decoder's count, checked against Content-Length and bodyLimit (lib/content-type-parser.js rawBody).
-    if (typeof origin.receivedEncodedLength === 'number') Object.defineProperty(this, 'receivedEncodedLength', { get: () => origin.receivedEncodedLength })
+    if (typeof origin.receivedEncodedLength === 'number') {
+      Object.defineProperty(this, 'receivedEncodedLength', { get: () => origin.receivedEncodedLength })
+    }
     // A reader that stops listening must not turn a late error into an uncaught exception.
     this.on('error', ignoreError)
   }
@@ -38,7 +40,8 @@ export class BodyStream extends Readable {
     }
     this.started = true
     const source = this.origin
-    // Bound, not closures: the handlers' optimized code outlives each request's listeners (V8 holds it weakly; docs/benchmarks.md).
+    // Bound, not closures: the handlers' optimized code outlives each request's listeners (V8 holds it weakly;
+    // docs/benchmarks.md).
     const onData = takeChunk.bind(this)
     const onEnd = sourceEnded.bind(this)
     // The source's error or premature end fails this stream.
@@ -52,7 +55,10 @@ export class BodyStream extends Readable {
     source.on('data', onData).once('end', onEnd).resume()
   }
 
-  /** At the end of the source and side: `digests` set, then the end check (not once destroyed: a dropped side answers too). */
+  /**
+   * At the end of the source and side: `digests` set, then the end check (not once destroyed: a dropped side answers
+   * too).
+   */
   settle (): void {
     if (this.destroyed) return
     this.digests ??= this.hasher?.digest() ?? null
@@ -66,15 +72,21 @@ export class BodyStream extends Readable {
   }
 }
 
-/** A chunk of a BodyStream's source: hashed, given to its side (a full decoder holds it back until it takes more), and pushed. */
+/**
+ * A chunk of a BodyStream's source: hashed, given to its side (a full decoder holds it back until it takes more), and
+ * pushed.
+ */
 function takeChunk (this: BodyStream, chunk: Buffer): void {
   const hasher = this.hasher
   if (hasher !== null && this.failure === null) {
     if (hasher.bytes + chunk.length > this.limit) this.failure = 'too-large'
     else hasher.update(chunk)
   }
-  if (this.side?.write(chunk, () => { if (!this.destroyed && this.push(chunk)) this.origin.resume() }) === false) this.origin.pause()
-  else if (!this.push(chunk)) this.origin.pause()
+  // A full side decoder holds the chunk back: pushed when it takes more.
+  const side = this.side
+  const held = side !== null &&
+    !side.write(chunk, () => { if (!this.destroyed && this.push(chunk)) this.origin.resume() })
+  if (held || !this.push(chunk)) this.origin.pause()
 }
 
 function sourceEnded (this: BodyStream): void {

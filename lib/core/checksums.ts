@@ -4,18 +4,21 @@
 
 type SliceTables = [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array]
 
+/** A byte's CRC-32 register, one bit at a time, reflected (LSB-first) or not. */
+function byteRegister (n: number, poly: number, reflected: boolean): number {
+  let c = reflected ? n : n << 24
+  for (let k = 0; k < 8; k++) {
+    if (reflected) c = (c & 1) ? (c >>> 1) ^ poly : c >>> 1
+    else c = (c & 0x80000000) ? (c << 1) ^ poly : c << 1
+  }
+  return c
+}
+
 // Slice-by-8 tables of a CRC-32, reflected (LSB-first) or not: slice s maps a byte to its
 // contribution after s more zero bytes. Int32Array: V8 keeps int32 values unboxed.
 function sliceTables (poly: number, reflected: boolean): SliceTables {
   const table = new Int32Array(8 * 256)
-  for (let n = 0; n < 256; n++) {
-    let c = reflected ? n : n << 24
-    for (let k = 0; k < 8; k++) {
-      if (reflected) c = (c & 1) ? (c >>> 1) ^ poly : c >>> 1
-      else c = (c & 0x80000000) ? (c << 1) ^ poly : c << 1
-    }
-    table[n] = c
-  }
+  for (let n = 0; n < 256; n++) table[n] = byteRegister(n, poly, reflected)
   for (let n = 0; n < 256; n++) {
     let c = table[n]!
     for (let s = 1; s < 8; s++) {

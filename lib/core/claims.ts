@@ -42,7 +42,9 @@ function legacyTexts (value: string | string[]): Texts | null {
 }
 
 /** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
-export function readClaims (section: Record<string, string | string[] | undefined>, policy: ClaimPolicy, coding: string | null): Claim[] {
+export function readClaims (
+  section: Record<string, string | string[] | undefined>, policy: ClaimPolicy, coding: string | null
+): Claim[] {
   const claims: Claim[] = []
   for (const [name, field] of FIELDS) {
     const value = section[name]
@@ -66,12 +68,42 @@ export function anyWrongLength (claims: readonly Claim[], policy: ClaimPolicy): 
 }
 
 const NO_ALGORITHMS: ReadonlySet<DigestAlgorithm> = new Set()
+const NO_FIELDS: ReadonlyArray<readonly [DigestFieldName, boolean]> = []
 
 /** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's. */
 export interface Wanted {
   received: ReadonlySet<DigestAlgorithm>
   decoded: ReadonlySet<DigestAlgorithm>
   decodedFields: string
+}
+
+/** Adds the enabled algorithms the claims name to `received`; returns those of claims over decoded content. */
+function claimedAlgorithms (
+  claims: readonly Claim[], policy: ClaimPolicy, received: Set<DigestAlgorithm>
+): Set<DigestAlgorithm> | null {
+  // Made for the first algorithm of decoded content (most requests have none).
+  let decoded: Set<DigestAlgorithm> | null = null
+  for (const claim of claims) {
+    for (const algorithm of policy.algorithms) {
+      if (!claim.received.has(algorithm)) continue
+      if (claim.decoded) (decoded ??= new Set()).add(algorithm)
+      else received.add(algorithm)
+    }
+  }
+  return decoded
+}
+
+/** The digest fields the Trailer field announces, and whether each is checked over the decoded content. */
+function announcedFields (
+  trailer: string, policy: ClaimPolicy, coding: string | null
+): Array<readonly [DigestFieldName, boolean]> {
+  const fields: Array<readonly [DigestFieldName, boolean]> = []
+  for (const name of trailer.split(',')) {
+    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
+    if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
+    fields.push([field, isDecoded(field, coding, policy)])
+  }
+  return fields
 }
 
 // The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
@@ -81,29 +113,14 @@ export function collectAlgorithms (
   claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): Wanted {
   const received = new Set<DigestAlgorithm>()
-  // Made for the first algorithm of decoded content (most requests have none).
-  let decoded: Set<DigestAlgorithm> | null = null
+  let decoded = claimedAlgorithms(claims, policy, received)
   const decodedFields: string[] = []
-  for (const claim of claims) {
-    if (claim.decoded) decodedFields.push(claim.field)
-    for (const algorithm of policy.algorithms) {
-      if (!claim.received.has(algorithm)) continue
-      if (claim.decoded) (decoded ??= new Set()).add(algorithm)
-      else received.add(algorithm)
-    }
-  }
-  if (trailer === undefined) {
-    return { received, decoded: decoded ?? NO_ALGORITHMS, decodedFields: decodedFields.join(', ') }
-  }
-  for (const name of trailer.split(',')) {
-    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
-    if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
-    const fromDecoded = isDecoded(field, coding, policy)
+  for (const claim of claims) if (claim.decoded) decodedFields.push(claim.field)
+  const announced = trailer === undefined ? NO_FIELDS : announcedFields(trailer, policy, coding)
+  for (const [field, fromDecoded] of announced) {
+    const into = fromDecoded ? (decoded ??= new Set()) : received
+    for (const algorithm of policy.algorithms) into.add(algorithm)
     if (fromDecoded && !decodedFields.includes(field)) decodedFields.push(field)
-    for (const algorithm of policy.algorithms) {
-      if (fromDecoded) (decoded ??= new Set()).add(algorithm)
-      else received.add(algorithm)
-    }
   }
   return { received, decoded: decoded ?? NO_ALGORITHMS, decodedFields: decodedFields.join(', ') }
 }

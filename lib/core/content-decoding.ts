@@ -32,7 +32,8 @@ const eitherDeflate: Factory = ({ chunkSize, writableHighWaterMark }) => {
   })
 }
 
-const inflateEither: Decode = (data, options) => (hasZlibHeader(data) ? zlib.inflateSync : zlib.inflateRawSync)(data, options)
+const inflateEither: Decode = (data, options) =>
+  (hasZlibHeader(data) ? zlib.inflateSync : zlib.inflateRawSync)(data, options)
 
 // Each coding's stream decoder and whole-body one (the latter reads raw deflate too). zstd
 // (RFC 8878) where node:zlib has it (Node.js 22.15 and 23.8 on).
@@ -41,7 +42,8 @@ const DECODERS = new Map(([
   ['gzip', [zlib.createGunzip, zlib.gunzipSync]], ['x-gzip', [zlib.createGunzip, zlib.gunzipSync]],
   ['deflate', [zlib.createInflate, inflateEither]], ['br', [zlib.createBrotliDecompress, zlib.brotliDecompressSync]],
   ['zstd', [zstd.createZstdDecompress, zstd.zstdDecompressSync]]
-] as Array<[string, [Factory | undefined, Decode]]>).filter((entry): entry is [string, [Factory, Decode]] => entry[1][0] !== undefined))
+] as Array<[string, [Factory | undefined, Decode]]>)
+  .filter((entry): entry is [string, [Factory, Decode]] => entry[1][0] !== undefined))
 
 /** The content codings decoded on the side (RFC 9110 §8.4.1). */
 export const DECODABLE_CODINGS: readonly string[] = Object.freeze([...DECODERS.keys()])
@@ -61,7 +63,10 @@ export function contentCoding (value: string | string[] | undefined): string | n
   return codings.length === 0 ? null : codings.join(', ')
 }
 
-/** contentCoding()'s codings, last applied first (RFC 9110 §8.4); null when one is not decoded here, or past MAX_CODINGS. */
+/**
+ * contentCoding()'s codings, last applied first (RFC 9110 §8.4); null when one is not decoded here, or past
+ * MAX_CODINGS.
+ */
 export function decodingOrder (coding: string): string[] | null {
   const codings = coding.split(', ').reverse()
   return codings.length > MAX_CODINGS || codings.some((c) => !DECODERS.has(c)) ? null : codings
@@ -70,8 +75,14 @@ export function decodingOrder (coding: string): string[] | null {
 /** The decoders in decoding order: coded bytes into the first, decoded ones out of the last. */
 export type DecoderStages = readonly [Transform, ...Transform[]]
 
-/** The decoders of contentCoding()'s value, or null (decodingOrder()): zlib's chunk size, the first one's queue, `deflate` raw too. */
-export function createContentDecoders (coding: string, { chunkSize, queue, rawDeflate = false }: { chunkSize?: number, queue?: number, rawDeflate?: boolean } = {}): DecoderStages | null {
+/**
+ * The decoders of contentCoding()'s value, or null (decodingOrder()): zlib's chunk size, the first one's queue,
+ * `deflate` raw too.
+ */
+export function createContentDecoders (
+  coding: string,
+  { chunkSize, queue, rawDeflate = false }: { chunkSize?: number, queue?: number, rawDeflate?: boolean } = {}
+): DecoderStages | null {
   const order = decodingOrder(coding)
   if (order === null) return null
   return order.map((name, i) => {
@@ -92,7 +103,8 @@ export function decodeWhole (codings: readonly string[], data: Buffer, max: numb
 }
 
 // Decodes and hashes the decoded bytes, writes gathered up to `batch` bytes (a thread-pool round trip each); stops with
-// 'too-large' once any decoder's output exceeds `limit`, 'invalid' on bad data, then drops input and answers waiting callbacks.
+// 'too-large' once any decoder's output exceeds `limit`, 'invalid' on bad data, then drops input and answers waiting
+// callbacks.
 export class DecodingTap implements StreamTap {
   readonly #stages: DecoderStages
   readonly #hasher: MultiDigester

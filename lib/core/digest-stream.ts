@@ -1,4 +1,5 @@
-// Hashing as bytes flow: several algorithms at once, each byte fed to each hasher once, chunks passed through untouched.
+// Hashing as bytes flow: several algorithms at once, each byte fed to each hasher once, chunks passed through
+// untouched.
 import { Readable, Transform, type TransformCallback } from 'node:stream'
 import type { DigestAlgorithm, Digester } from '../../types/index'
 import { createDigester, computeDigest } from './algorithms'
@@ -6,7 +7,9 @@ import { digestsEqual } from './compare'
 
 export type DigestResults = Map<DigestAlgorithm, Buffer>
 
-/** Incremental digests for a set of algorithms, whose hashers are made when first used (a stream never read needs none). */
+/**
+ * Incremental digests for a set of algorithms, whose hashers are made when first used (a stream never read needs none).
+ */
 export class MultiDigester {
   #digesters: Digester[] | null = null
   bytes = 0
@@ -40,8 +43,8 @@ export function digestAll (algorithms: Iterable<DigestAlgorithm>, data: Buffer |
   return out
 }
 
-// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes
-// more now, else calls `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
+// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes more now, else calls
+// `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
 export interface StreamTap {
   write (chunk: Uint8Array, next: (() => void) | null): boolean
   end (done: () => void): void
@@ -81,7 +84,10 @@ export class DigestTransform extends Transform {
   }
 }
 
-/** A DigestTransform checking bytes against digests taken before (a file's): a mismatch with `expected` fails it with `mismatch()`'s error. */
+/**
+ * A DigestTransform checking bytes against digests taken before (a file's): a mismatch with `expected` fails it with
+ * `mismatch()`'s error.
+ */
 export class CheckedStream extends DigestTransform {
   readonly expected: DigestResults = new Map()
 
@@ -113,8 +119,13 @@ async function * replay (head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenera
   for (let next = await it.next(); next.done !== true; next = await it.next()) yield next.value
 }
 
-/** Read a stream into memory up to `limit` bytes: its chunks, or past the limit `rest`, replaying what was read and the rest. */
-export async function collectUpTo (stream: DigestTransform, limit: number): Promise<{ chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }> {
+/**
+ * Read a stream into memory up to `limit` bytes: its chunks, or past the limit `rest`, replaying what was read and the
+ * rest.
+ */
+export async function collectUpTo (
+  stream: DigestTransform, limit: number
+): Promise<{ chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }> {
   const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   const chunks: Buffer[] = []
   let bytes = 0

@@ -1,5 +1,6 @@
-// Content-Digest, Repr-Digest, Want-* (RFC 9530 §2-§4), Unencoded-Digest and Want-Unencoded-Digest (draft-ietf-httpbis-unencoded-digest,
-// the same forms), and the legacy RFC 3230 `Digest`; the decisions (field lines, base64, Decimals, throws): docs/design.md, "Parsing fields".
+// Content-Digest, Repr-Digest, Want-* (RFC 9530 §2-§4), Unencoded-Digest and Want-Unencoded-Digest
+// (draft-ietf-httpbis-unencoded-digest, the same forms), and the legacy RFC 3230 `Digest`; the decisions (field lines,
+// base64, Decimals, throws): docs/design.md, "Parsing fields".
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
@@ -62,8 +63,8 @@ function integerOctets (value: number, width: number): Buffer {
   return octets
 }
 
-// A member `key=:base64:` without parameters, then a comma and the next key (OWS around it, RFC 8941 §4.2.2) or the end;
-// base64 padded to a multiple of 4 (§4.2.7).
+// A member `key=:base64:` without parameters, then a comma and the next key (OWS around it, RFC 8941 §4.2.2) or the
+// end; base64 padded to a multiple of 4 (§4.2.7).
 const PLAIN_MEMBER = new RegExp(`(${KEY})=:([A-Za-z0-9+/]*={0,2}):(?:[ \\t]*,[ \\t]*(?=[a-z*])|$)`, 'y')
 
 /**
@@ -100,7 +101,8 @@ function dictionaryDigests (input: string, field: string): DigestMap {
     } else if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
       digests.set(key, integerOctets(item as number, width))
     } else if (isDigestAlgorithm(key)) {
-      throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'}`)
+      const kind = width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'
+      throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${kind}`)
     } // else an unknown key whose value is not a Byte Sequence: dropped.
   }
   return digests
@@ -139,11 +141,17 @@ export function writtenAlike (algorithms: readonly DigestAlgorithm[]): boolean {
 /** One member of a digest field: `sha-256=:…:`, or `unixsum=6405` outside strict mode. */
 function digestMember (algorithm: DigestAlgorithm, octets: Buffer, strict: boolean): string {
   const width = strict ? undefined : INTEGER_WIDTH.get(algorithm)
-  return width === octets.length ? `${algorithm}=${octets.readUIntBE(0, width)}` : `${algorithm}=:${octets.toString('base64')}:`
+  return width === octets.length
+    ? `${algorithm}=${octets.readUIntBE(0, width)}`
+    : `${algorithm}=:${octets.toString('base64')}:`
 }
 
-/** Serialize digests as a Content-Digest / Repr-Digest value: `sha-256=:…:, unixsum=6405` (strict: `unixsum=:GQU=:`). */
-export function serializeDigestField (digests: Iterable<readonly [DigestAlgorithm, Buffer]>, options?: SerializeOptions): string {
+/**
+ * Serialize digests as a Content-Digest / Repr-Digest value: `sha-256=:…:, unixsum=6405` (strict: `unixsum=:GQU=:`).
+ */
+export function serializeDigestField (
+  digests: Iterable<readonly [DigestAlgorithm, Buffer]>, options?: SerializeOptions
+): string {
   const strict = options?.strict === true
   let out = ''
   for (const [algorithm, octets] of digests) out += (out === '' ? '' : ', ') + digestMember(algorithm, octets, strict)
@@ -151,7 +159,9 @@ export function serializeDigestField (digests: Iterable<readonly [DigestAlgorith
 }
 
 /** serializeDigestField() of the members of `digests` named in `algorithms`, in that order; null for none. */
-export function serializeSelected (digests: ReadonlyMap<DigestAlgorithm, Buffer> | null, algorithms: readonly DigestAlgorithm[], strict: boolean): string | null {
+export function serializeSelected (
+  digests: ReadonlyMap<DigestAlgorithm, Buffer> | null, algorithms: readonly DigestAlgorithm[], strict: boolean
+): string | null {
   let out = ''
   for (const algorithm of algorithms) {
     const octets = digests?.get(algorithm)
@@ -162,10 +172,14 @@ export function serializeSelected (digests: ReadonlyMap<DigestAlgorithm, Buffer>
 
 type FieldWriter = (data: Buffer | Uint8Array | string) => string
 
-/** The writer of serializeSelected(digestAll(algorithms, data), algorithms), algorithms looked up once; null for none. */
+/**
+ * The writer of serializeSelected(digestAll(algorithms, data), algorithms), algorithms looked up once; null for none.
+ */
 export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boolean): FieldWriter | null {
   const members = algorithms.map((algorithm): FieldWriter => {
-    if (!strict && INTEGER_WIDTH.has(algorithm)) return (data) => digestMember(algorithm, computeDigest(algorithm, data), false)
+    if (!strict && INTEGER_WIDTH.has(algorithm)) {
+      return (data) => digestMember(algorithm, computeDigest(algorithm, data), false)
+    }
     const prefix = `${algorithm}=:`
     const digest = base64Digester(algorithm)
     return (data) => prefix + digest(data) + ':'
@@ -175,11 +189,19 @@ export function fieldWriter (algorithms: readonly DigestAlgorithm[], strict: boo
 }
 
 /** fieldWriter()'s value for `data`, for a list used once; null for no algorithm. */
-export function digestFieldOf (algorithms: readonly DigestAlgorithm[], data: Buffer | Uint8Array | string, strict: boolean): string | null {
+export function digestFieldOf (
+  algorithms: readonly DigestAlgorithm[], data: Buffer | Uint8Array | string, strict: boolean
+): string | null {
   return fieldWriter(algorithms, strict)?.(data) ?? null
 }
 
-/** Parse a Want-* value (RFC 9530 §4): Integers 0..10, unknown keys kept; null when absent or invalid (RFC 8941 §4.2). */
+/** A Want-* preference: an Integer from 0 to 10 (RFC 9530 §4). */
+const isWeight = (weight: unknown): weight is number =>
+  typeof weight === 'number' && Number.isInteger(weight) && weight >= 0 && weight <= 10
+
+/**
+ * Parse a Want-* value (RFC 9530 §4): Integers 0..10, unknown keys kept; null when absent or invalid (RFC 8941 §4.2).
+ */
 export function parseWantField (value: string | readonly string[] | null | undefined): WantMap | null {
   const input = combineLines(value)
   if (input === null) return null
@@ -192,7 +214,7 @@ export function parseWantField (value: string | readonly string[] | null | undef
   const want: WantMap = new Map()
   const decimals = decimalMembers(input)
   for (const [key, [weight]] of dictionary) {
-    if (typeof weight !== 'number' || !Number.isInteger(weight) || weight < 0 || weight > 10 || decimals.has(key)) return null
+    if (!isWeight(weight) || decimals.has(key)) return null
     want.set(key, weight + 0) // `+ 0` turns the Integer -0 into 0
   }
   return want
@@ -203,7 +225,7 @@ export function serializeWantField (preferences: Iterable<readonly [string, numb
   let out = ''
   for (const [key, weight] of preferences) {
     if (!SF_KEY.test(key)) throw new TypeError(`Invalid Want-Digest key: ${JSON.stringify(key)}`)
-    if (!Number.isInteger(weight) || weight < 0 || weight > 10) throw new TypeError(`Invalid Want-Digest weight for ${key}: ${weight}`)
+    if (!isWeight(weight)) throw new TypeError(`Invalid Want-Digest weight for ${key}: ${weight}`)
     out += `${out === '' ? '' : ', '}${key}=${weight}`
   }
   return out
@@ -233,7 +255,8 @@ export function parseLegacyDigest (value: string | readonly string[] | null | un
     const eq = element.indexOf('=')
     const name = trimOWS(element.slice(0, eq)).toLowerCase()
     const key = name === 'adler32' ? 'adler' : name
-    const octets = eq !== -1 && name !== 'adler' && isDigestAlgorithm(key) ? legacyOctets(key, trimOWS(element.slice(eq + 1))) : null
+    if (eq === -1 || name === 'adler' || !isDigestAlgorithm(key)) continue
+    const octets = legacyOctets(key, trimOWS(element.slice(eq + 1)))
     if (octets !== null) digests.set(key, octets)
   }
   return digests.size === 0 ? null : digests

@@ -22,7 +22,9 @@ export function sameFile (a: StaticFile['stat'], b: StaticFile['stat']): boolean
 }
 
 /** The digests of a file or its inclusive `range`; null when unreadable or not the version `file.stat` describes. */
-export async function hashFile (file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null): Promise<DigestResults | null> {
+export async function hashFile (
+  file: StaticFile, algorithms: readonly DigestAlgorithm[], range: ByteRange | null = null
+): Promise<DigestResults | null> {
   const handle = await open(file.path, 'r').catch(() => null)
   if (handle === null) return null
   let position = range === null ? 0 : range.start
@@ -47,7 +49,10 @@ export async function hashFile (file: StaticFile, algorithms: readonly DigestAlg
 }
 
 /** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
-const SIDECARS: Partial<Record<DigestAlgorithm, readonly [string, number]>> = { 'sha-256': ['.sha256', 32], 'sha-512': ['.sha512', 64] }
+const SIDECARS: Partial<Record<DigestAlgorithm, readonly [string, number]>> = {
+  'sha-256': ['.sha256', 32],
+  'sha-512': ['.sha512', 64]
+}
 
 /** The sidecar of `path` for `algorithm` (`app.js.sha256`), one of those that have one. */
 export function sidecarPath (path: string, algorithm: DigestAlgorithm): string {
@@ -58,8 +63,13 @@ export function sidecarPath (path: string, algorithm: DigestAlgorithm): string {
 // coreutils; `*name` in binary mode), or `TAG (name) = hex` (BSD, OpenSSL).
 const SIDECAR_LINE = /^(?:([0-9a-f]+)(?:[ \t][^\n]*)?|\S+ ?\([^\n]*\) ?= ([0-9a-f]+))\r?\n?$/i
 
-/** The digests of the file at `path` (last changed at `ctimeMs`) that its sidecars give for every one of `algorithms`, else null. */
-export async function readSidecars (path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
+/**
+ * The digests of the file at `path` (last changed at `ctimeMs`) that its sidecars give for every one of `algorithms`,
+ * else null.
+ */
+export async function readSidecars (
+  path: string, ctimeMs: number, algorithms: readonly DigestAlgorithm[]
+): Promise<DigestResults | null> {
   const out: DigestResults = new Map()
   for (const algorithm of algorithms) {
     const sidecar = SIDECARS[algorithm]
@@ -145,7 +155,13 @@ export class FileDigestCache {
 
   // One pass over this version, shared until it ends, then kept; checks `claimed` (sidecars'). Now, or in the
   // background when a slot is free; null (not started) when too many wait already.
-  #pass (file: StaticFile, key: string, algorithms: readonly DigestAlgorithm[], background: boolean, claimed: DigestResults | null): Pass | null {
+  #pass (
+    file: StaticFile,
+    key: string,
+    algorithms: readonly DigestAlgorithm[],
+    background: boolean,
+    claimed: DigestResults | null
+  ): Pass | null {
     if (background && this.#queue.length >= this.max) return null
     const hashing: Pass = !background
       ? hashFile(file, algorithms)

@@ -50,8 +50,13 @@ export function heldKeyOf (value: unknown): HeldKey | string {
   return { keyid: Buffer.from(x as string, 'base64url').toString('base64'), privateKey: key }
 }
 
-/** The algorithms of a signed Unencoded-Digest: those of `selected` that are sha-256 or sha-512, else the first of them enabled. */
-export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
+/**
+ * The algorithms of a signed Unencoded-Digest: those of `selected` that are sha-256 or sha-512, else the first of them
+ * enabled.
+ */
+export function sriAlgorithms (
+  selected: readonly DigestAlgorithm[], enabled: readonly DigestAlgorithm[]
+): readonly DigestAlgorithm[] {
   const kept = selected.filter((a) => SRI_ALGORITHMS.includes(a))
   if (kept.length === selected.length && kept.length > 0) return selected
   return kept.length > 0 ? kept : enabled.filter((a) => SRI_ALGORITHMS.includes(a)).slice(0, 1)
@@ -59,7 +64,9 @@ export function sriAlgorithms (selected: readonly DigestAlgorithm[], enabled: re
 
 // The members of Accept-Signature (RFC 9421 §5.1) exactly the profile's with a held key; each key once, under
 // the first label. A field that does not parse asks for nothing (RFC 9651 §4.2).
-export function requestedSignatures (value: string | string[] | undefined, keys: IntegrityKeys): readonly IntegritySignature[] {
+export function requestedSignatures (
+  value: string | string[] | undefined, keys: IntegrityKeys
+): readonly IntegritySignature[] {
   if (value === undefined || keys.size === 0) return NO_SIGNATURES
   let dictionary: ReturnType<typeof parseDictionary>
   try {
@@ -69,33 +76,45 @@ export function requestedSignatures (value: string | string[] | undefined, keys:
   }
   const out: IntegritySignature[] = []
   for (const [label, [components, params]] of dictionary) {
-    const [name, componentParams] = (Array.isArray(components) && components.length === 1 ? components[0] : []) as [unknown, Map<string, unknown>?]
+    const single = Array.isArray(components) && components.length === 1
+    const [name, componentParams] = (single ? components[0] : []) as [unknown, Map<string, unknown>?]
     const keyid = params.get('keyid')
     if (
       name !== 'unencoded-digest' || componentParams?.size !== 1 || componentParams.get('sf') !== true ||
       params.size !== 2 || params.get('tag') !== 'ed25519-integrity' || typeof keyid !== 'string'
     ) continue
     const held = keys.get(unpadded(keyid))
-    if (held !== undefined && !out.some((s) => s.privateKey === held.privateKey)) out.push({ label, keyid, privateKey: held.privateKey })
+    if (held === undefined || out.some((s) => s.privateKey === held.privateKey)) continue
+    out.push({ label, keyid, privateKey: held.privateKey })
   }
   return out
 }
 
-/** The signatures a response carries: those asked for, then the route's unsolicited one unless its key or label is taken. */
-export function signaturesFor (requested: readonly IntegritySignature[], unsolicited: IntegritySignature | null): readonly IntegritySignature[] {
-  const taken = unsolicited === null || requested.some((s) => s.privateKey === unsolicited.privateKey || s.label === unsolicited.label)
+/**
+ * The signatures a response carries: those asked for, then the route's unsolicited one unless its key or label is
+ * taken.
+ */
+export function signaturesFor (
+  requested: readonly IntegritySignature[], unsolicited: IntegritySignature | null
+): readonly IntegritySignature[] {
+  const taken = unsolicited === null ||
+    requested.some((s) => s.privateKey === unsolicited.privateKey || s.label === unsolicited.label)
   return taken ? requested : [...requested, unsolicited]
 }
 
 // Ed25519 is deterministic (RFC 8032 §5.1.6): signatures kept by Unencoded-Digest value, with the key and parameters,
-// SIGNATURE_CACHE_SIZE of them, the oldest out first; a value from its second signing on (a response differing every time
-// would only fill the heap): each `seen` slot holds the fingerprint of the last value signed there (a collision signs once more).
+// SIGNATURE_CACHE_SIZE of them, the oldest out first; a value from its second signing on (a response differing every
+// time would only fill the heap): each `seen` slot holds the fingerprint of the last value signed there (a collision
+// signs once more).
 export const SIGNATURE_CACHE_SIZE = 1024
 const cache = new Map<string, { readonly privateKey: KeyObject, readonly params: string, readonly value: string }>()
 const SEEN_SLOTS = 4096
 const seen = new Int32Array(SEEN_SLOTS)
 
-/** 32 bits of the first digest of an Unencoded-Digest value: its base64 after `sha-256=:` or `sha-512=:` (past the end: 0). */
+/**
+ * 32 bits of the first digest of an Unencoded-Digest value: its base64 after `sha-256=:` or `sha-512=:` (past the end:
+ * 0).
+ */
 function fingerprint (unencoded: string): number {
   let h = 0
   for (let i = 9; i < 17; i++) h = (Math.imul(h, 31) + unencoded.charCodeAt(i)) | 0
@@ -122,7 +141,9 @@ export function signed (unencoded: string, params: string, privateKey: KeyObject
 }
 
 /** The Signature-Input and Signature field values for `signatures` over the Unencoded-Digest value `unencoded`. */
-export function signatureFields (signatures: readonly IntegritySignature[], unencoded: string): { input: string, signature: string } {
+export function signatureFields (
+  signatures: readonly IntegritySignature[], unencoded: string
+): { input: string, signature: string } {
   let input = ''
   let signature = ''
   for (const s of signatures) {

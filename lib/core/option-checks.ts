@@ -52,9 +52,13 @@ export function describe (value: unknown): string {
 
 /** The enabled algorithms: a non-empty list of registry keys without repeats. */
 export const checkAlgorithms: Check<readonly DigestAlgorithm[]> = (value, name, fail) => {
-  if (!Array.isArray(value) || value.length === 0) throw fail(name, `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+  if (!Array.isArray(value) || value.length === 0) {
+    throw fail(name, `expected a non-empty array of algorithm keys, got ${describe(value)}`)
+  }
   for (const [i, key] of value.entries()) {
-    if (!ALGORITHMS.has(key)) throw fail(name, `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
+    if (!ALGORITHMS.has(key)) {
+      throw fail(name, `unknown algorithm ${describe(key)}; known: ${[...ALGORITHMS.keys()].join(', ')}`)
+    }
     if (value.indexOf(key) !== i) throw fail(name, `${describe(key)} is listed twice`)
   }
   return Object.freeze([...value])
@@ -68,7 +72,9 @@ export const checkBoolean: Check<boolean> = (value, name, fail) => {
 /** A non-negative integer number of `unit`. */
 export function checkCount (unit: string): Check<number> {
   return (value, name, fail) => {
-    if (!Number.isSafeInteger(value) || (value as number) < 0) throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
+    if (!Number.isSafeInteger(value) || (value as number) < 0) {
+      throw fail(name, `expected a non-negative integer number of ${unit}, got ${describe(value)}`)
+    }
     return value as number
   }
 }
@@ -83,7 +89,10 @@ export function oneOf<T> (...values: T[]): Check<T> {
   }
 }
 
-/** Each option's check and default, every option of O and no other (compiled); checks run in this order, each given the values before it. */
+/**
+ * Each option's check and default, every option of O and no other (compiled); checks run in this order, each given the
+ * values before it.
+ */
 export type Table<O, P> = { readonly [K in keyof O & keyof P]-?: readonly [Check<P[K], P>, P[K]] }
 
 /** `base` with the defined values of `opts` checked by the checks of `table`, frozen. */
@@ -96,9 +105,16 @@ export function apply<P extends object> (base: P, opts: object, table: object, f
   return Object.freeze(params as P)
 }
 
-/** An object of the options of `table` (keys in `ignored` aside) checked over its defaults and `base`; throws naming the option. */
-export function checkOptions<P extends object> (opts: unknown, table: object, fail: Fail, base: object = {}, ignored: readonly string[] = []): P {
-  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw fail('options', `expected an object, got ${describe(opts)}`)
+/**
+ * An object of the options of `table` (keys in `ignored` aside) checked over its defaults and `base`; throws naming the
+ * option.
+ */
+export function checkOptions<P extends object> (
+  opts: unknown, table: object, fail: Fail, base: object = {}, ignored: readonly string[] = []
+): P {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) {
+    throw fail('options', `expected an object, got ${describe(opts)}`)
+  }
   const keys = Object.keys(table)
   const unknown = Object.keys(opts).find((key) => !keys.includes(key) && !ignored.includes(key))
   if (unknown !== undefined) throw fail(unknown, unknownKey(unknown, keys))
@@ -116,12 +132,17 @@ export function unknownKey (key: string, valid: readonly string[], kind = 'optio
 
 /** Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps (`verfiy`) cost 1. */
 export function editDistance (a: string, b: string): number {
-  // The (a.length + 1) × (b.length + 1) table, row by row: at(i, j) is the distance of a's first i and b's first j characters.
+  // The (a.length + 1) × (b.length + 1) table, row by row: at(i, j) is the distance of a's first i and b's first j
+  // characters.
   const table: number[] = []
   const at = (i: number, j: number): number => table[i * (b.length + 1) + j] as number
   for (let i = 0; i <= a.length; i++) {
     for (let j = 0; j <= b.length; j++) {
-      let best = i === 0 || j === 0 ? i + j : Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1))
+      let best = i + j
+      if (i > 0 && j > 0) {
+        const substitution = at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1)
+        best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, substitution)
+      }
       if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, at(i - 2, j - 2) + 1)
       table.push(best)
     }
@@ -129,7 +150,10 @@ export function editDistance (a: string, b: string): number {
   return at(a.length, b.length)
 }
 
-/** The candidate nearest to `key` ignoring case, if at most a third of the longer length (at least 1) is edited; ties: the first. */
+/**
+ * The candidate nearest to `key` ignoring case, if at most a third of the longer length (at least 1) is edited; ties:
+ * the first.
+ */
 export function nearestKey (key: string, candidates: readonly string[]): string | undefined {
   let nearest: string | undefined
   let nearestDistance = Infinity

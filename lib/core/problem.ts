@@ -1,12 +1,14 @@
-// A request's verdict (RFC 9530 §2, §3) and its refusal: the FST_DIGEST_* error, its RFC 9457 problem details, the Want-*
-// fields (RFC 9530 §4). The types of draft-ietf-httpapi-digest-fields-problem-types-06 name the `header` and never echo the
-// server's digest (§3.3); others are about:blank, titled by the status phrase (RFC 9457 §4.2.1). Pure.
+// A request's verdict (RFC 9530 §2, §3) and its refusal: the FST_DIGEST_* error, its RFC 9457 problem details, the
+// Want-* fields (RFC 9530 §4). The types of draft-ietf-httpapi-digest-fields-problem-types-06 name the `header` and
+// never echo the server's digest (§3.3); others are about:blank, titled by the status phrase (RFC 9457 §4.2.1). Pure.
 import type { DigestAlgorithm, FieldVerification } from '../../types/index'
 import { ALGORITHMS } from './algorithms'
 import type { Claim } from './claims'
 import { verifyTexts, type Texts } from './compare'
 import type { DigestParams } from './option-checks'
-import { FST_DIGEST_INVALID_VALUE, FST_DIGEST_MISMATCH, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ALGORITHM } from './errors'
+import {
+  FST_DIGEST_INVALID_VALUE, FST_DIGEST_MISMATCH, FST_DIGEST_MISSING, FST_DIGEST_UNSUPPORTED_ALGORITHM
+} from './errors'
 import { wantAdvertisement } from './negotiation'
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
@@ -28,13 +30,25 @@ const STATUS_TITLES: Readonly<Record<number, string>> = {
   500: 'Internal Server Error'
 }
 
-export interface ProblemDetails { type: string, title: string, status: number, detail: string, code: string, [member: string]: unknown }
+export interface ProblemDetails {
+  type: string
+  title: string
+  status: number
+  detail: string
+  code: string
+  [member: string]: unknown
+}
 
 /** The Want-* fields are cached per policy object. */
 type JudgePolicy = Pick<DigestParams, 'algorithms'>
 
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
-export type DigestError = Error & { statusCode: number, code: string, headers?: Record<string, string>, problem?: ProblemDetails }
+export type DigestError = Error & {
+  statusCode: number
+  code: string
+  headers?: Record<string, string>
+  problem?: ProblemDetails
+}
 
 /** A refusal: the error with its problem body and headers (a custom error handler can send them itself). */
 export type Failure = DigestError & { problem: ProblemDetails, headers: Record<string, string> }
@@ -44,7 +58,9 @@ export const NO_DIGESTS: Texts = new Map()
 
 const wantCache = new WeakMap<JudgePolicy, Record<string, string>>()
 
-function makeFailure (policy: JudgePolicy, error: DigestError, problem: ProblemDetails, extraHeaders?: Record<string, string>): Failure {
+function makeFailure (
+  policy: JudgePolicy, error: DigestError, problem: ProblemDetails, extraHeaders?: Record<string, string>
+): Failure {
   let want = wantCache.get(policy)
   if (want === undefined) {
     const value = wantAdvertisement(policy.algorithms)
@@ -79,7 +95,9 @@ export function check (
 /** The `reason` of an invalid value: its length is wrong, or no algorithm of that name exists. */
 export function invalidReason (algorithm: string): string {
   const length = ALGORITHMS.get(algorithm as DigestAlgorithm)?.length
-  return length === undefined ? 'digest value cannot be produced by the algorithm' : `digest value is not ${length} bytes long`
+  return length === undefined
+    ? 'digest value cannot be produced by the algorithm'
+    : `digest value is not ${length} bytes long`
 }
 
 /** Whether a value of the fields was invalid or did not match. */
@@ -97,14 +115,18 @@ const TYPED: Array<[string, new (fields: string) => DigestError, { type: string,
   ['invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests',
     (algorithm, { field }) => ({ algorithm, header: field, reason: invalidReason(algorithm) })],
   // The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
-  ['mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests', (algorithm, { field, received }) =>
-    ({ algorithm, provided_digest: `:${received.get(algorithm) as string}:`, header: field })],
-  ['unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms', (algorithm, { field }) => ({ algorithm, header: field })]
+  ['mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests',
+    (algorithm, { field, received }) =>
+      ({ algorithm, provided_digest: `:${received.get(algorithm) as string}:`, header: field })],
+  ['unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms',
+    (algorithm, { field }) => ({ algorithm, header: field })]
 ]
 
 // The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
 // `required` and no field verified: the unsupported algorithms named, or a missing digest.
-export function judge (claims: readonly Claim[], fields: readonly FieldVerification[], policy: JudgePolicy, required: boolean): Failure | null {
+export function judge (
+  claims: readonly Claim[], fields: readonly FieldVerification[], policy: JudgePolicy, required: boolean
+): Failure | null {
   // Unsupported algorithms are refused only under `required` with nothing verified.
   if (!anyFailed(fields) && (!required || fields.some((f) => f.ok))) return null
   for (const [outcome, Refusal, type, member, entry] of TYPED) {
@@ -116,7 +138,8 @@ export function judge (claims: readonly Claim[], fields: readonly FieldVerificat
     }
     if (entries.length === 0) continue
     const error = new Refusal(fieldList(entries.map((e) => e.header)))
-    return makeFailure(policy, error, { ...type, status: error.statusCode, detail: error.message, code: error.code, [member]: entries })
+    const problem = { ...type, status: error.statusCode, detail: error.message, code: error.code, [member]: entries }
+    return makeFailure(policy, error, problem)
   }
   return blankFailure(policy, new FST_DIGEST_MISSING())
 }

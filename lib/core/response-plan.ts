@@ -1,5 +1,5 @@
-// What a response carries, and in which mode (docs/design.md, "Two digests per
-// response" to "Live streams"), and the 406 rule. Pure: the request's facts (planFields), then the payload's (planDelivery).
+// What a response carries, and in which mode (docs/design.md, "Two digests per response" to "Live streams"), and the
+// 406 rule. Pure: the request's facts (planFields), then the payload's (planDelivery).
 import type { DigestAlgorithm, DigestOmission, WantMap } from '../../types/index'
 import type { DigestParams } from './option-checks'
 import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
@@ -25,7 +25,10 @@ export function sameList (a: readonly DigestAlgorithm[], b: readonly DigestAlgor
 // The one value of every field when the bytes sent are the uncoded representation: one set of
 // algorithms, written alike (Unencoded-Digest: Byte Sequences, draft-ietf-httpbis-unencoded-digest §3).
 function sharedAlgorithms (
-  content: readonly DigestAlgorithm[], repr: readonly DigestAlgorithm[], unencoded: readonly DigestAlgorithm[], strict: boolean
+  content: readonly DigestAlgorithm[],
+  repr: readonly DigestAlgorithm[],
+  unencoded: readonly DigestAlgorithm[],
+  strict: boolean
 ): readonly DigestAlgorithm[] | null {
   const algs = content.length > 0 ? content : repr
   if (repr.length > 0 && !sameList(algs, repr)) return null
@@ -37,7 +40,8 @@ function sharedAlgorithms (
 /** A Content-Encoding that applies no coding (absent, or only `identity`, RFC 9110 §8.4.1). */
 export function uncoded (encoding: unknown): boolean {
   // Several field lines (an array) read as one list: String() joins them with commas.
-  return encoding === undefined || String(encoding).split(',').every((c) => ['', 'identity'].includes(c.trim().toLowerCase()))
+  if (encoding === undefined) return true
+  return String(encoding).split(',').every((c) => ['', 'identity'].includes(c.trim().toLowerCase()))
 }
 
 /** A status whose response has no content (RFC 9110 §15.2, §15.3.5, §15.4.5). */
@@ -76,7 +80,9 @@ function preconditionOf (
 
 // Whether a response whose representation has the digests `repr` fails: a member names another
 // value. Only a 2xx stands for the current representation; a member whose digest is unknown decides nothing.
-export function preconditionFails (precondition: Precondition | null, status: number, repr: ReadonlyMap<DigestAlgorithm, Buffer> | null): boolean {
+export function preconditionFails (
+  precondition: Precondition | null, status: number, repr: ReadonlyMap<DigestAlgorithm, Buffer> | null
+): boolean {
   if (precondition === null || repr === null || status < 200 || status > 299) return false
   for (const [a, expected] of precondition) {
     const actual = repr.get(a)
@@ -99,7 +105,11 @@ export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<strin
   return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)
 }
 
-export interface RequestFacts { readonly method: string, readonly httpVersion: string, readonly headers: Readonly<Record<string, string | string[] | undefined>> }
+export interface RequestFacts {
+  readonly method: string
+  readonly httpVersion: string
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>
+}
 
 /** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
 export interface Mode {
@@ -134,9 +144,16 @@ export interface FieldPlan {
   readonly signatures: readonly IntegritySignature[]
 }
 
-export interface PayloadFacts { readonly kind: 'bytes' | 'none' | 'stream', readonly live: boolean, readonly status: number }
+export interface PayloadFacts {
+  readonly kind: 'bytes' | 'none' | 'stream'
+  readonly live: boolean
+  readonly status: number
+}
 
-/** headers (bytes hashed first), trailers (RFC 9530 §2), buffer (up to maxBufferSize), declared (no content), none (`omitted`). */
+/**
+ * headers (bytes hashed first), trailers (RFC 9530 §2), buffer (up to maxBufferSize), declared (no content), none
+ * (`omitted`).
+ */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
 
 export interface ResponsePlan extends FieldPlan {
@@ -146,7 +163,10 @@ export interface ResponsePlan extends FieldPlan {
   readonly partial: boolean
   /** Hashed over the content: Content-Digest's, and a strict full response's representation ones. */
   readonly contentHashed: readonly DigestAlgorithm[]
-  /** The representation's digests: the content's (strict, full), the identity one's (default), as sent (strict HEAD, 206). */
+  /**
+   * The representation's digests: the content's (strict, full), the identity one's (default), as sent (strict HEAD,
+   * 206).
+   */
   readonly reprFrom: 'content' | 'identity' | 'sent'
 }
 
@@ -160,7 +180,9 @@ function trailersAllowed (request: RequestFacts, params: DigestParams): boolean 
 }
 
 /** A field's algorithms by its Want-* (RFC 9530 §4); without one, the configured ones. */
-function selected (want: string | string[] | undefined, params: DigestParams, unsolicited: readonly DigestAlgorithm[]): readonly DigestAlgorithm[] {
+function selected (
+  want: string | string[] | undefined, params: DigestParams, unsolicited: readonly DigestAlgorithm[]
+): readonly DigestAlgorithm[] {
   const map = parseWantField(want)
   return map === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want: map, unsolicited })
 }
@@ -198,11 +220,15 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
     : signaturesFor(requestedSignatures(h['accept-signature'], params.integrityKeys), params.integritySignature)
   // A signed Unencoded-Digest carries sha-256 / sha-512 only, and always (WICG signature-based-sri).
   const wanted = selected(h['want-unencoded-digest'], params, params.unencodedDigest)
-  const unencoded = signatures.length === 0 ? wanted : wanted === params.unencodedDigest ? signedUnencoded(params) : sriAlgorithms(wanted, params.algorithms)
+  const unencoded = signatures.length === 0
+    ? wanted
+    : wanted === params.unencodedDigest ? signedUnencoded(params) : sriAlgorithms(wanted, params.algorithms)
   const precondition = params.conditional ? preconditionOf(request.method, h['repr-digest'], params.algorithms) : null
   if (content.length === 0 && repr.length === 0 && unencoded.length === 0 && precondition === null) return null
   // The 406's Repr-Digest: sha-256, else the server's first.
-  const preconditionAlgorithm = params.algorithms.includes('sha-256') ? 'sha-256' : params.algorithms[0] as DigestAlgorithm
+  const preconditionAlgorithm = params.algorithms.includes('sha-256')
+    ? 'sha-256'
+    : params.algorithms[0] as DigestAlgorithm
   const reprNeeded = union(repr, precondition === null ? NONE : [...precondition.keys(), preconditionAlgorithm])
   const head = request.method === 'HEAD'
   const strict = params.strict
@@ -213,30 +239,65 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
     : { strict, identity: true, fileIdentity: identityNeeded, coded: NONE }
   // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
   const trailers = signatures.length === 0 && trailersAllowed(request, params)
-  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures }
+  return {
+    content,
+    repr,
+    unencoded,
+    precondition,
+    preconditionAlgorithm,
+    reprNeeded,
+    identityNeeded,
+    shared,
+    mode,
+    head,
+    trailers,
+    signatures
+  }
+}
+
+/** How the planned fields travel for a payload. */
+function transportOf (fields: FieldPlan, payload: PayloadFacts): Transport {
+  if (noContentStatus(payload.status)) return 'declared'
+  if (payload.kind !== 'stream') return 'headers'
+  // A live stream is never held back; its HEAD is answered without reading it (fastify lib/reply.js sendStream
+  // destroys it).
+  if (payload.live) return !fields.head && fields.trailers ? 'trailers' : 'none'
+  // A HEAD has no content to carry trailers; a precondition is decided before sending: buffered.
+  return !fields.head && fields.trailers && fields.precondition === null ? 'trailers' : 'buffer'
 }
 
 /** How the planned fields travel for this payload. */
 export function planDelivery (fields: FieldPlan, payload: PayloadFacts): ResponsePlan {
   const partial = payload.status === 206
-  let transport: Transport = 'headers'
-  let omitted: DigestOmission['reason'] | null = null
-  let precondition = fields.precondition
-  if (noContentStatus(payload.status)) {
-    transport = 'declared'
-  } else if (payload.kind === 'stream' && payload.live) {
-    // Never held back; its HEAD answered without reading it (fastify lib/reply.js sendStream destroys
-    // it). A GET's precondition is not decided.
-    if (!fields.head) precondition = null
-    transport = !fields.head && fields.trailers ? 'trailers' : 'none'
-    if (transport === 'none') omitted = 'live-stream'
-  } else if (payload.kind === 'stream') {
-    // A HEAD has no content to carry trailers; a precondition is decided before sending: buffered.
-    transport = !fields.head && fields.trailers && precondition === null ? 'trailers' : 'buffer'
-  }
-  const { content, repr, unencoded, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures } = fields
+  const transport = transportOf(fields, payload)
+  const omitted: DigestOmission['reason'] | null = transport === 'none' ? 'live-stream' : null
+  // A live stream's GET precondition is not decided.
+  const live = transport !== 'declared' && payload.kind === 'stream' && payload.live
+  const precondition = live && !fields.head ? null : fields.precondition
+  const {
+    content, repr, unencoded, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers,
+    signatures
+  } = fields
   const contentHashed = union(content, partial ? NONE : mode.coded)
   const reprFrom = !mode.strict ? 'identity' : !partial && !head ? 'content' : 'sent'
   // Every member named: a spread's copy gets a new hidden class on every call.
-  return { content, repr, unencoded, precondition, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers, signatures, transport, omitted, partial, contentHashed, reprFrom }
+  return {
+    content,
+    repr,
+    unencoded,
+    precondition,
+    preconditionAlgorithm,
+    reprNeeded,
+    identityNeeded,
+    shared,
+    mode,
+    head,
+    trailers,
+    signatures,
+    transport,
+    omitted,
+    partial,
+    contentHashed,
+    reprFrom
+  }
 }

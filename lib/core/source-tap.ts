@@ -1,8 +1,8 @@
-// Hashing a request body at its source, whoever reads it (request.raw, @fastify/multipart): node:http (lib/_http_common.js
-// parserOnBody), node:http2 (lib/internal/http2/compat.js onStreamData) and light-my-request push every chunk and the end
-// through the instance's `push`, which this takes over (docs/design.md, "What this plugin relies on"). The last chunk, at least
-// HOLD_BYTES, is held back until the end is judged: a reader never sees a clean end (nor multipart's closing boundary) of a
-// body that failed. Pure: node:stream, no fastify.
+// Hashing a request body at its source, whoever reads it (request.raw, @fastify/multipart): node:http
+// (lib/_http_common.js parserOnBody), node:http2 (lib/internal/http2/compat.js onStreamData) and light-my-request push
+// every chunk and the end through the instance's `push`, which this takes over (docs/design.md, "What this plugin
+// relies on"). The last chunk, at least HOLD_BYTES, is held back until the end is judged: a reader never sees a clean
+// end (nor multipart's closing boundary) of a body that failed. Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
@@ -13,12 +13,18 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
 
-// Closures put on the source come from factories: V8 pretenures a closure made where it is assigned (docs/benchmarks.md).
+// Closures put on the source come from factories: V8 pretenures a closure made where it is assigned
+// (docs/benchmarks.md).
 
-/** `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody). */
+/**
+ * `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js
+ * rawBody).
+ */
 function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
   return function (this: Readable, error, callback) {
-    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') Object.assign(error, { statusCode: 400 })
+    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
+      Object.assign(error, { statusCode: 400 })
+    }
     destroy.call(this, error, callback)
   }
 }
@@ -34,7 +40,10 @@ export class SourceTap {
   #held: Buffer[] = []
   #heldBytes = 0
   readonly #onEnd: EndCheck
-  /** Past `allowance` more bytes the tap stops, ended with `failure` 'too-large'; `cutOff` runs if the source closes before its end. */
+  /**
+   * Past `allowance` more bytes the tap stops, ended with `failure` 'too-large'; `cutOff` runs if the source closes
+   * before its end.
+   */
   allowance = Infinity
   failure: 'too-large' | null = null
   cutOff: (() => void) | null = null
@@ -66,7 +75,8 @@ export class SourceTap {
       this.#ended = true
       return
     }
-    // Bound, not a closure: the handler's optimized code outlives each request's (V8 holds it weakly; docs/benchmarks.md).
+    // Bound, not a closure: the handler's optimized code outlives each request's (V8 holds it weakly;
+    // docs/benchmarks.md).
     target.push = this.#onPush.bind(this)
     target._destroy = destroyWithClientStatus(target._destroy)
     source.once('close', SourceTap.#closed(this))
@@ -149,7 +159,8 @@ export class SourceTap {
       if (!hold) return
       if (err == null) return this.#flush(true)
       this.#held = []
-      // Emitted, not destroy() (node's IncomingMessage takes that for an abort, closing the socket); readers destroy it quietly.
+      // Emitted, not destroy() (node's IncomingMessage takes that for an abort, closing the socket); readers destroy it
+      // quietly.
       this.#source._destroy = destroyQuietly
       if (this.#source.listenerCount('error') > 0) this.#source.emit('error', err)
     }

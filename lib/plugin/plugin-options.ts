@@ -1,11 +1,19 @@
 // Plugin options checked at registration, the `digest` route option when a route is declared,
 // by one table of checks; hooks read the frozen params, never re-checked per request.
 import type { RegisterOptions } from 'fastify'
-import type { DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions, VerifyPolicy } from '../../types/index'
+import type {
+  DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions,
+  VerifyPolicy
+} from '../../types/index'
 import { FST_DIGEST_INVALID_OPTION, FST_DIGEST_INVALID_ROUTE_OPTION } from '../core/errors'
-import { apply, checkAlgorithms, checkBoolean, checkCount, checkOptions, defaultAlgorithms, describe, oneOf, unknownKey, type Check, type DigestParams, type Fail, type Table } from '../core/option-checks'
+import {
+  apply, checkAlgorithms, checkBoolean, checkCount, checkOptions, defaultAlgorithms, describe, oneOf, unknownKey,
+  type Check, type DigestParams, type Fail, type Table
+} from '../core/option-checks'
 import { SF_KEY } from '../core/fields'
-import { heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature } from '../core/integrity'
+import {
+  heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature
+} from '../core/integrity'
 
 /** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
 export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',
@@ -17,7 +25,10 @@ const checkUnsolicited: Check<readonly DigestAlgorithm[], DigestParams> = (value
   if (value === true) return Object.freeze([algorithms[0] as DigestAlgorithm])
   const list: unknown[] = Array.isArray(value) ? value : [value]
   const bad = list.findIndex((key) => !algorithms.includes(key as DigestAlgorithm))
-  if (bad !== -1) throw fail(name, `expected true, false, or algorithms among the enabled ones (${algorithms.join(', ')}), got ${describe(list[bad])}`)
+  if (bad !== -1) {
+    const expected = `true, false, or algorithms among the enabled ones (${algorithms.join(', ')})`
+    throw fail(name, `expected ${expected}, got ${describe(list[bad])}`)
+  }
   return Object.freeze(algorithms.filter((a) => list.includes(a)))
 }
 
@@ -30,7 +41,8 @@ const checkLiveTypes: Check<ReadonlySet<string>> = (value, name, fail) => {
   return new Set(value.map((type: unknown) => {
     const normalized = typeof type === 'string' ? type.trim().toLowerCase() : ''
     if (!MEDIA_RANGE.test(normalized)) {
-      throw fail(name, `expected media types or ranges such as "text/event-stream" or "text/*" (no parameters), got ${describe(type)}`)
+      const expected = 'media types or ranges such as "text/event-stream" or "text/*" (no parameters)'
+      throw fail(name, `expected ${expected}, got ${describe(type)}`)
     }
     return normalized
   }))
@@ -62,19 +74,29 @@ const checkIntegrityKeys: Check<IntegrityKeys, DigestParams> = (value, name, fai
   return keys
 }
 
-/** `integritySignature`: false, the first held key (`true`), the key of a keyid, or `{ keyid, label }` (label `sig0`). */
-const checkIntegritySignature: Check<IntegritySignature | null, DigestParams> = (value, name, fail, { integrityKeys: keys }) => {
+/**
+ * `integritySignature`: false, the first held key (`true`), the key of a keyid, or `{ keyid, label }` (label `sig0`).
+ */
+const checkIntegritySignature: Check<IntegritySignature | null, DigestParams> = (value, name, fail, params) => {
   if (value === false) return null
-  const option = (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : { keyid: value }) as IntegritySignatureOption
+  const keys = params.integrityKeys
+  const given = typeof value === 'object' && value !== null && !Array.isArray(value)
+  const option = (given ? value : { keyid: value }) as IntegritySignatureOption
   const unknown = Object.keys(option).find((key) => key !== 'keyid' && key !== 'label')
   if (unknown !== undefined) throw fail(name, `unknown key ${describe(unknown)} (keys: keyid, label)`)
   const label = option.label ?? 'sig0'
-  if (typeof label !== 'string' || !SF_KEY.test(label)) throw fail(name, `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
+  if (typeof label !== 'string' || !SF_KEY.test(label)) {
+    throw fail(name, `the label must be a Dictionary key such as "sig0", got ${describe(label)}`)
+  }
   const keyid: unknown = option.keyid ?? true
   if (keys.size === 0) throw fail(name, 'needs a key: set integrityKeys')
-  const held = keyid === true ? keys.values().next().value : typeof keyid === 'string' ? keys.get(unpadded(keyid)) : undefined
+  const held = keyid === true
+    ? keys.values().next().value
+    : typeof keyid === 'string' ? keys.get(unpadded(keyid)) : undefined
   if (held === undefined) {
-    throw fail(name, `expected true, false, the keyid of a key of integrityKeys (${[...keys.values()].map((k) => k.keyid).join(', ')}) or { keyid, label }, got ${describe(keyid)}`)
+    const keyids = [...keys.values()].map((k) => k.keyid).join(', ')
+    throw fail(name, `expected true, false, the keyid of a key of integrityKeys (${keyids}) or { keyid, label }, ` +
+      `got ${describe(keyid)}`)
   }
   return Object.freeze({ label, keyid: held.keyid, privateKey: held.privateKey })
 }
@@ -111,7 +133,8 @@ const pluginKeys = Object.keys(pluginOptions)
 const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
   'maxBufferSize', 'conditional', 'noTransform', 'trailers', 'legacyDigest', 'onDigestFields', 'live',
   'integritySignature']
-const routeOptions = Object.fromEntries(routeKeys.map((key) => [key, key === 'live' ? [checkBoolean] : pluginOptions[key]]))
+const routeOptions = Object.fromEntries(routeKeys.map((key) =>
+  [key, key === 'live' ? [checkBoolean] : pluginOptions[key]]))
 
 // fastify passes its register options to every plugin (fastify docs/Reference/Plugins.md, "Plugin Options"): ignored.
 const registerKeys: ReadonlyArray<keyof RegisterOptions> = ['prefix', 'logLevel', 'logSerializers']
@@ -130,8 +153,12 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
   return params
 }
 
-/** The `digest` route option: undefined keeps the plugin's params, false turns it off (null), an object overrides them. */
-export function normalizeRouteOptions (global: DigestParams, value: unknown, method: string, url: string): DigestParams | null {
+/**
+ * The `digest` route option: undefined keeps the plugin's params, false turns it off (null), an object overrides them.
+ */
+export function normalizeRouteOptions (
+  global: DigestParams, value: unknown, method: string, url: string
+): DigestParams | null {
   if (value === undefined) return global
   if (value === false) return null
   const fail: Fail = (name, reason) => new FST_DIGEST_INVALID_ROUTE_OPTION(method, url, `${name}: ${reason}`)

@@ -45,12 +45,16 @@ export function placeHooks (routeOptions: RouteOptions, sets: ReadonlyArray<Rout
     const lastParsing = hooks.flatMap((h) => h.preParsingLast ?? [])
     if (lastParsing.length > 0) routeOptions.preParsing = [...hookList(routeOptions.preParsing), ...lastParsing]
     const firstValidation = hooks.flatMap((h) => h.preValidationFirst ?? [])
-    if (firstValidation.length > 0) routeOptions.preValidation = [...firstValidation, ...hookList(routeOptions.preValidation)]
+    if (firstValidation.length > 0) {
+      routeOptions.preValidation = [...firstValidation, ...hookList(routeOptions.preValidation)]
+    }
     const firstSend = hooks.flatMap((h) => h.onSendFirst ?? [])
     const around = hooks.find((h) => h.onSendAround !== undefined)?.onSendAround
     if (firstSend.length > 0 || around !== undefined) {
       const others = hookList(routeOptions.onSend)
-      const middle = around === undefined ? others : others.length === 0 ? [around.alone] : [around.before, ...others, around.after]
+      const middle = around === undefined
+        ? others
+        : others.length === 0 ? [around.alone] : [around.before, ...others, around.after]
       routeOptions.onSend = [...firstSend, ...middle]
     }
     const lastError = hooks.flatMap((h) => h.onErrorLast ?? [])

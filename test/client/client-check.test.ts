@@ -9,7 +9,7 @@ import { deflateRawSync, deflateSync } from 'node:zlib'
 import { ResponseCheck } from '../../lib/client/response-check'
 import { DecodingTap, MAX_CODINGS, contentCoding, createContentDecoders, decodingOrder, type DecoderStages } from '../../lib/core/content-decoding'
 import { DigestHandler } from '../../lib/client/handler'
-import { normalizeClientOptions } from '../../lib/client/interceptor'
+import { normalizeClientOptions } from '../../lib/client/client-options'
 import type { DigestClientError } from '../../types/client'
 import { sf, zstd } from '../helpers'
 

@@ -3,7 +3,7 @@
 // it does not check (upgrades, the start of a response).
 import { test } from 'tap'
 import { digestHeaders, digestInterceptor, clientErrors } from '../../lib/client/index'
-import { normalizeClientOptions, defaultMaxDecodedSize } from '../../lib/client/interceptor'
+import { normalizeClientOptions, defaultMaxDecodedSize } from '../../lib/client/client-options'
 import { fieldValues, headerPairs } from '../../lib/client/interceptor'
 import { DigestHandler } from '../../lib/client/handler'
 import { computeDigest } from '../../lib/core/algorithms'

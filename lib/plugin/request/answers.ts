@@ -7,7 +7,10 @@ import { PROBLEM_CONTENT_TYPE, type Failure } from '../../core/problem'
 import { kRequestState } from '../symbols'
 import type { Verification } from './verification-state'
 
-/** The failure's status and headers set on `reply`; its body, a Buffer: for a string fastify adds `; charset=utf-8`, which application/problem+json does not define. */
+/**
+ * The failure's status and headers set on `reply`; its body, a Buffer: for a string fastify adds `; charset=utf-8`,
+ * which application/problem+json does not define.
+ */
 function problemBody (reply: FastifyReply, failure: Failure): Buffer {
   reply.code(failure.statusCode).headers(failure.headers).header('content-type', PROBLEM_CONTENT_TYPE)
   return Buffer.from(JSON.stringify(failure.problem))
@@ -15,7 +18,9 @@ function problemBody (reply: FastifyReply, failure: Failure): Buffer {
 
 export const sendProblem = (reply: FastifyReply, failure: Failure): void => { reply.send(problemBody(reply, failure)) }
 
-/** Whether `payload` is fastify's default error body (lib/error-handler.js), e.g. for a digest error a handler rethrew. */
+/**
+ * Whether `payload` is fastify's default error body (lib/error-handler.js), e.g. for a digest error a handler rethrew.
+ */
 function isDefaultErrorBody (payload: unknown, statusCode: number): boolean {
   if (typeof payload !== 'string') return false
   try {
@@ -39,8 +44,9 @@ export function answerJudged (
 
 const isErrorStatus = (status: unknown): boolean => typeof status === 'number' && status >= 400 && status <= 599
 
-// The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status thrown for a failed or cut body
-// (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the failure's 4xx, or 400 for a cut upload (lib/error-status.js).
+// The last route-level onError hook (fastify lib/reply.js onErrorHook): an error without a status thrown for a failed
+// or cut body (@fastify/multipart's bare ERR_STREAM_PREMATURE_CLOSE) takes the failure's 4xx, or 400 for a cut upload
+// (lib/error-status.js).
 type StatusError = Error & { statusCode?: unknown, status?: unknown }
 
 export function onError (request: FastifyRequest, reply: FastifyReply, error: StatusError, done: () => void): void {

@@ -1,7 +1,9 @@
 // Request verification: request.digestVerification and the route's hooks, each moving the request's Verification
 // through its phases (verification-state.ts; docs/architecture.md, "The Fastify lifecycle, mapped to files";
 // docs/design.md, "Request verification").
-import type { DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type {
+  DoneFuncWithErrOrRes, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction
+} from 'fastify'
 import type { Readable } from 'node:stream'
 import type { DigestVerification, FieldVerification } from '../../../types/index'
 import { BodyStream, type PayloadStream } from '../../core/body-stream'
@@ -79,22 +81,31 @@ function readRequest (
     return done()
   }
   // Until judged, request.digestVerification reads 'unread' (its getter).
-  const state = request[kRequestState] = new Verification(params, claims, coding, wanted, limit)
-  // Nothing buffered yet: pushed from now on, every byte is kept. A coded body is decoded whole at its end
-  // (verdict.ts), synchronously, so only where bodyLimit bounds that work as it bounds fastify's own parsing of a body.
-  const length = Number(headers['content-length'])
+  placeHashing(request, request[kRequestState] = new Verification(params, claims, coding, wanted, limit))
+  done()
+}
+
+// Where the body is hashed: a small body is kept at request.raw (chunk-keeper.ts) if nothing is buffered yet (pushed
+// from now on, every byte is kept); else by the streams preParsing places and a side decoder. A coded body is kept
+// only where bodyLimit bounds its decoding whole at the end (verdict.ts), synchronous, as it bounds fastify's own
+// parsing of a body.
+function placeHashing (request: FastifyRequest, state: Verification): void {
+  const { limit, wanted: { decoded } } = state
+  const length = Number(request.headers['content-length'])
   const small = length > 0 && length <= KEEP_BYTES && length <= limit
-  const order = decoded.size === 0 || limit > DECODE_WHOLE_BYTES ? null : decodingOrder(coding as string)
+  const order = decoded.size === 0 || limit > DECODE_WHOLE_BYTES ? null : decodingOrder(state.coding as string)
   if (small && (decoded.size === 0 || order !== null) && request.raw.readableLength === 0) {
     state.keeper = new ChunkKeeper(request.raw, length)
     state.order = order
   } else {
     state.openSide()
   }
-  done()
 }
 
-/** The instance-level preParsing hook: before the route's (a decoder); also on contexts made before the plugin, without the decorator. */
+/**
+ * The instance-level preParsing hook: before the route's (a decoder); also on contexts made before the plugin, without
+ * the decorator.
+ */
 function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state == null) return done(null, payload)
@@ -122,20 +133,21 @@ function closedEarly (request: FastifyRequest, state: Verification): () => void 
     : blankFailure(state.params, new FST_DIGEST_INVALID_ENCODING(state.wanted.decodedFields, state.coding)))
 }
 
+/** The stream the parser reads when another stands between request.raw and it, a kept body: judged at its end. */
+function behindKept (request: FastifyRequest, state: Verification, payload: PayloadStream): BodyStream {
+  const last = new BodyStream(payload, null)
+  last.endCheck = checkAtEnd(request, state)
+  const decoder = typeof payload.receivedEncodedLength === 'number'
+  if (state.wanted.decoded.size > 0 && decoder) last.once('close', closedEarly(request, state))
+  state.streams = { head: null, last }
+  return last
+}
+
 /** The last route-level preParsing hook: after any decoder. */
 function placeStream (request: FastifyRequest, reply: FastifyReply, payload: PayloadStream, done: ParsingDone): void {
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
-  if (state.keeper !== null) {
-    if (payload === request.raw) return done(null, payload)
-    // Another stream between request.raw and the parser: judged at its end.
-    const last = new BodyStream(payload, null)
-    last.endCheck = checkAtEnd(request, state)
-    const decoder = typeof payload.receivedEncodedLength === 'number'
-    if (state.wanted.decoded.size > 0 && decoder) last.once('close', closedEarly(request, state))
-    state.streams = { head: null, last }
-    return done(null, last)
-  }
+  if (state.keeper !== null) return done(null, payload === request.raw ? payload : behindKept(request, state, payload))
   const streams = state.streams as NonNullable<Verification['streams']>
   const head = streams.head as BodyStream
   const decoded = state.wanted.decoded
@@ -241,7 +253,10 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
 
 const unreadVerification = (): DigestVerification => ({ verified: false, reason: 'unread', fields: [] })
 
-/** request.digestVerification where the verifier never runs, worked out when read: no digests, `verify: false`, bodyless methods. */
+/**
+ * request.digestVerification where the verifier never runs, worked out when read: no digests, `verify: false`, bodyless
+ * methods.
+ */
 function defaultVerification (request: FastifyRequest): DigestVerification | null {
   const params = (request.routeOptions.config as { [kRouteParams]?: DigestParams } | undefined)?.[kRouteParams]
   if (params === undefined) return null
@@ -267,7 +282,9 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (params.verify === false || methods.every((m) => BODYLESS_METHODS.has(m.toUpperCase()))) return null
       const route: RouteVerifier = { params, limit: 0 }
-      function digestVerifyRequest (this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+      function digestVerifyRequest (
+        this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction
+      ): void {
         // fastify lib/request.js builds request.routeOptions anew on each read: the limit is read from the route's
         // options once they are final (at the first request), as lib/request.js:189-195 does (the route's, else the
         // server's).

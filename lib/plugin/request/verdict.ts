@@ -20,15 +20,19 @@ import {
 import { kVerification } from '../symbols'
 import type { Streams, Verification } from './verification-state'
 
-// After a body left unread the connection closes; not named on HTTP/2, which forbids connection-specific fields (RFC 9113 §8.2.2).
+// After a body left unread the connection closes; not named on HTTP/2, which forbids connection-specific fields (RFC
+// 9113 §8.2.2).
 const CLOSE = Object.freeze({ connection: 'close' })
 export const closeFor = (request: FastifyRequest): typeof CLOSE | undefined =>
   request.raw.httpVersionMajor === 2 ? undefined : CLOSE
 
-/** The 415 of digests of decoded content whose codings nothing decodes, naming those decoded here (RFC 9110 §15.5.16). */
+/**
+ * The 415 of digests of decoded content whose codings nothing decodes, naming those decoded here (RFC 9110 §15.5.16).
+ */
 export function undecodable (state: Verification): Failure {
   const error = new FST_DIGEST_UNSUPPORTED_ENCODING(state.wanted.decodedFields, state.coding)
-  return blankFailure(state.params, error, { 'accept-encoding': DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ') })
+  const accepted = DECODABLE_CODINGS.filter((c) => c !== 'x-gzip').join(', ')
+  return blankFailure(state.params, error, { 'accept-encoding': accepted })
 }
 
 /** A kept body decoded whole (its codings' decodingOrder(), as the side decoder's), capped at the route's bodyLimit. */
@@ -151,7 +155,10 @@ export function abandon (request: FastifyRequest, state: Verification, failure: 
   conclude(state, failure, null)
 }
 
-/** The end check; closures stored on streams come from factories: V8 pretenures one made where it is assigned (docs/benchmarks.md). */
+/**
+ * The end check; closures stored on streams come from factories: V8 pretenures one made where it is assigned
+ * (docs/benchmarks.md).
+ */
 export function checkAtEnd (request: FastifyRequest, state: Verification): EndCheck {
   return (release) => judge(request, state, release)
 }

@@ -7,7 +7,10 @@ import { FST_DIGEST_INVALID_DECLARED_DIGEST } from '../../core/errors'
 import { kDeclared } from '../symbols'
 
 type DeclaredMap = Map<DigestAlgorithm, Buffer>
-/** A reply's declarations by field; the slot is null until one is made (one read for the usual response's shortcut, hooks.ts). */
+/**
+ * A reply's declarations by field; the slot is null until one is made (one read for the usual response's shortcut,
+ * hooks.ts).
+ */
 export interface Declared { repr: DeclaredMap | null, unencoded: DeclaredMap | null }
 interface WithDeclared { [kDeclared]: Declared | null }
 

@@ -30,7 +30,10 @@ export function addVary (reply: FastifyReply, signing: boolean): void {
   if (missing.length > 0) reply.header('vary', value === '' ? missing.join(', ') : `${value}, ${missing.join(', ')}`)
 }
 
-/** The fields whose value is known, and Signature-Input and Signature over Unencoded-Digest's (integrity.ts) unless the reply set either. */
+/**
+ * The fields whose value is known, and Signature-Input and Signature over Unencoded-Digest's (integrity.ts) unless the
+ * reply set either.
+ */
 export function writeFields (
   reply: FastifyReply, content: string | null, repr: string | null, unencoded: string | null, signatures: readonly IntegritySignature[] = NO_SIGNATURES
 ): void {
@@ -44,7 +47,10 @@ export function writeFields (
   reply.header('signature', fields.signature)
 }
 
-/** `computed`, with the digests declared for `field` (reply.setReprDigest(), setUnencodedDigest()) for `algs` in their place. */
+/**
+ * `computed`, with the digests declared for `field` (reply.setReprDigest(), setUnencodedDigest()) for `algs` in their
+ * place.
+ */
 function withDeclared (
   reply: FastifyReply, field: keyof Declared, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
 ): DigestResults | null {
@@ -58,16 +64,24 @@ function withDeclared (
   return out
 }
 
-/** Unencoded-Digest's: setUnencodedDigest()'s; then, when the route coded nothing itself (never decoded), setReprDigest()'s and `identity`. */
-export function unencodedDigests (reply: FastifyReply, state: ResponseState, identity: DigestResults | null): DigestResults | null {
+/**
+ * Unencoded-Digest's: setUnencodedDigest()'s; then, when the route coded nothing itself (never decoded),
+ * setReprDigest()'s and `identity`.
+ */
+export function unencodedDigests (
+  reply: FastifyReply, state: ResponseState, identity: DigestResults | null
+): DigestResults | null {
   const algs = state.plan.unencoded
   const computed = state.identityUncoded ? withDeclared(reply, 'repr', identity, algs) : null
   return withDeclared(reply, 'unencoded', computed, algs)
 }
 
 // The representation's digests: declared ones, else the whole representation's, from `reprFrom`. 'sent': the identity
-// one or the whole file, unknown when coded after the representation stage (@fastify/compress on an explicit HEAD route).
-export function reprOf (reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null): DigestResults | null {
+// one or the whole file, unknown when coded after the representation stage (@fastify/compress on an explicit HEAD
+// route).
+export function reprOf (
+  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
+): DigestResults | null {
   const { reprFrom, reprNeeded } = state.plan
   let whole = reprFrom === 'content' ? content : identity
   if (reprFrom === 'sent' && reply.getHeader('content-encoding') !== state.reprEncoding) whole = null
@@ -88,7 +102,9 @@ export const NOT_THE_406S = ['content-encoding', 'content-range', 'content-langu
 // (RFC 9213 §2.2) and Surrogate-Control (W3C Edge Architecture 1.0; Varnish's builtin.vcl vcl_backend_response).
 const NOT_STORED = 'no-store'
 const FRESHNESS_OF_THE_REPLACED = ['expires', 'cdn-cache-control', 'surrogate-control']
-export function decidePrecondition (reply: FastifyReply, state: ResponseState, repr: DigestResults | null): Buffer | string | null {
+export function decidePrecondition (
+  reply: FastifyReply, state: ResponseState, repr: DigestResults | null
+): Buffer | string | null {
   const fails = preconditionFails(state.precondition, reply.statusCode, repr)
   state.precondition = null
   if (!fails) return null
@@ -104,7 +120,10 @@ export function decidePrecondition (reply: FastifyReply, state: ResponseState, r
   return content
 }
 
-/** The digest fields as headers, or a 406: `content` digests the bytes sent, `identity` the representation before content coding. */
+/**
+ * The digest fields as headers, or a 406: `content` digests the bytes sent, `identity` the representation before
+ * content coding.
+ */
 export function emitFields (
   reply: FastifyReply, payload: Payload, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
 ): Payload {
@@ -121,7 +140,10 @@ export function emitFields (
   return payload
 }
 
-/** A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). A header when `now`. */
+/**
+ * A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js
+ * sendTrailer). A header when `now`.
+ */
 export function declareTrailer (
   reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
   compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null, now = false

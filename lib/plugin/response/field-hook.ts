@@ -137,7 +137,9 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
 
 // The fields are final: on, through the hook over the header section unless it runs with the trailers. No digest
 // header, no call; on failure the digests go and the error is the reply's.
-export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams): void {
+export function fieldsDone (
+  request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams
+): void {
   const hook = params.onDigestFields
   if (hook === null || hasDigestTrailers(reply) || !hasDigestHeaders(reply)) return done(null, payload)
   const present: Present = (name) => {
@@ -161,7 +163,11 @@ export function fieldsDone (request: FastifyRequest, reply: FastifyReply, payloa
 export class TrailerHook {
   private readonly values: Array<[DigestField, string | null, TrailerDone]> = []
 
-  constructor (private readonly hook: DigestFieldsHook, private readonly request: FastifyRequest, private readonly reply: FastifyReply) {}
+  constructor (
+    private readonly hook: DigestFieldsHook,
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply
+  ) {}
 
   /** The value of trailer `name` (null: none); the hook runs once each digest trailer on the reply has one. */
   settle (name: DigestField, value: string | null, done: TrailerDone): void {

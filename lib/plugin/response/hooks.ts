@@ -17,7 +17,10 @@ import { addVary, dropTrailers, unencodedDigests, writeFields } from './emit'
 import { fieldsDone, hasDigestHeaders, hasDigestTrailers } from './field-hook'
 import { withNoTransform } from '../../core/cache-control'
 
-/** The request decorator kResponseState: what the representation stage hands the content stage; null when no digest field goes (only Vary). */
+/**
+ * The request decorator kResponseState: what the representation stage hands the content stage; null when no digest
+ * field goes (only Vary).
+ */
 function slot (request: FastifyRequest): { [kResponseState]: ResponseState | null } {
   return request as unknown as { [kResponseState]: ResponseState | null }
 }
@@ -61,7 +64,9 @@ function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual)
 // The usual response, the bytes sent being the uncoded representation: a full response of a string or Buffer, nothing
 // declared, fields of one value (plan.shared: no precondition), no coding (at the content stage, none since the
 // representation stage): hashed and written in one step. Else false, nothing changed.
-function usualResponse (reply: FastifyReply, payload: Payload, fields: FieldPlan, usual: Usual, signing: boolean): boolean {
+function usualResponse (
+  reply: FastifyReply, payload: Payload, fields: FieldPlan, usual: Usual, signing: boolean
+): boolean {
   const status = reply.statusCode
   const shared = fields.shared
   if (
@@ -89,7 +94,9 @@ function fieldsFinal (
   fieldsDone(request, reply, payload, done, params)
 }
 
-function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean): void {
+function contentStage (
+  request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean
+): void {
   const state = slot(request)[kResponseState]
   if (state === null) {
     addVary(reply, signing)
@@ -119,7 +126,9 @@ function contentStage (request: FastifyRequest, reply: FastifyReply, payload: Pa
   fieldsFinal(request, reply, out, done, params)
 }
 
-export function installResponseDigests (fastify: FastifyInstance, params: DigestParams): RouteHookInstaller<DigestParams> {
+export function installResponseDigests (
+  fastify: FastifyInstance, params: DigestParams
+): RouteHookInstaller<DigestParams> {
   fastify.decorateRequest(kResponseState, null)
   fastify.decorateReply(kStaticFile, null)
   fastify.decorateReply('digestsOmitted', null)
@@ -135,7 +144,9 @@ export function installResponseDigests (fastify: FastifyInstance, params: Digest
   const signing = params.integrityKeys.size > 0
 
   /** On to compress and the content stage, or the content stage now when nothing stands between them. */
-  function representationDone (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, both: boolean): void {
+  function representationDone (
+    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, both: boolean
+  ): void {
     if (both) contentStage(request, reply, payload, done, usual, signing)
     else done(null, payload)
   }

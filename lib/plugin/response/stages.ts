@@ -1,15 +1,19 @@
-// The response stages (docs/design.md, "Where the hooks run", "Streams and trailers"): before @fastify/compress,
-// the identity representation and the plan completed; after it, the bytes sent, a stream's digests as trailers
-// (RFC 9530 §2, §3), else buffered up to maxBufferSize, else omitted. ResponseState: what they hand each other
-// (kResponseState on the request), and the fields given up on (`reply.digestsOmitted`, a warning once per route and reason).
+// The response stages (docs/design.md, "Where the hooks run", "Streams and trailers"): before @fastify/compress, the
+// identity representation and the plan completed; after it, the bytes sent, a stream's digests as trailers (RFC 9530
+// §2, §3), else buffered up to maxBufferSize, else omitted. ResponseState: what they hand each other (kResponseState on
+// the request), and the fields given up on (`reply.digestsOmitted`, a warning once per route and reason).
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm, DigestOmission, ResponseDigestField } from '../../../types/index'
 import type { DigestParams } from '../../core/option-checks'
-import { DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults } from '../../core/digest-stream'
+import {
+  DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults
+} from '../../core/digest-stream'
 import type { FileDigestCache } from '../../core/file-cache'
-import { isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan } from '../../core/response-plan'
+import {
+  isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan
+} from '../../core/response-plan'
 import {
   checkedFileStream, fileContent, fileDigests, fileFailed, resolveFileResponse, type FileResponse
 } from './static-files'
@@ -20,7 +24,9 @@ export type Payload = unknown
 export type Done = (err: Error | null, payload?: Payload) => void
 type OmissionReason = DigestOmission['reason']
 
-/** What the response stages share (one per plugin instance): the file cache, the omissions logged (by reason and route). */
+/**
+ * What the response stages share (one per plugin instance): the file cache, the omissions logged (by reason and route).
+ */
 export interface ResponseContext { readonly files: FileDigestCache, readonly warned: Set<string> }
 
 const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
@@ -60,10 +66,16 @@ export class ResponseState {
   /** The representation stage's payload: the bytes, or the hasher put around the stream. */
   reprPayload: string | Buffer | null = null
   reprStream: DigestTransform | null = null
-  /** Representation digests known at the representation stage (HEAD of a stream, a file's), and how many bytes they cover. */
+  /**
+   * Representation digests known at the representation stage (HEAD of a stream, a file's), and how many bytes they
+   * cover.
+   */
   repr: DigestResults | null = null
   reprBytes = 0
-  /** The identity digests are of the uncoded representation (no coding of the route's own, or a pre-compressed file's original). */
+  /**
+   * The identity digests are of the uncoded representation (no coding of the route's own, or a pre-compressed file's
+   * original).
+   */
   identityUncoded: boolean
   /** Digests of the whole file as sent, coding included (strict HEAD and 206; what a GET's stream must match). */
   fileCoded: DigestResults | null = null
@@ -87,7 +99,10 @@ export class ResponseState {
     this.omitted = plan.omitted
   }
 
-  /** Tell the application, and the log once per route and reason, which wanted fields the reply carries neither as header nor trailer. */
+  /**
+   * Tell the application, and the log once per route and reason, which wanted fields the reply carries neither as
+   * header nor trailer.
+   */
   reportOmitted (request: FastifyRequest, reply: FastifyReply): void {
     const reason = this.omitted
     if (reason === null) return
@@ -120,7 +135,10 @@ export function hashThrough (stream: NodeJS.ReadableStream, algorithms: readonly
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
 function heldError (): void {}
 
-/** A fetch Response or a web stream as fastify takes it (lib/reply.js send): status and headers on the reply, a Node stream. */
+/**
+ * A fetch Response or a web stream as fastify takes it (lib/reply.js send): status and headers on the reply, a Node
+ * stream.
+ */
 export function unwrapPayload (reply: FastifyReply, payload: Payload): Payload {
   if (payload === null || typeof payload !== 'object') return payload
   if (Object.prototype.toString.call(payload) === '[object Response]') {
@@ -148,7 +166,9 @@ export function bytesRepresentation (
 
 // A HEAD of a stream has no content to carry trailers: the representation hashed now, up to maxBufferSize.
 // Another length than the Content-Length (read before compress removes it) stands for another body.
-async function hashHeadStream (stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState): Promise<Readable> {
+async function hashHeadStream (
+  stream: NodeJS.ReadableStream, reply: FastifyReply, state: ResponseState
+): Promise<Readable> {
   const length = reply.getHeader('content-length')
   const hasher = hashThrough(stream, state.plan.identityNeeded)
   const collected = await collectUpTo(hasher, state.params.maxBufferSize)

@@ -24,7 +24,9 @@ export interface FileResponse extends StaticFile {
   readonly stream: ReadStream | null
   /** The part a GET 206 sends; null for a 200 or a HEAD. */
   readonly range: ByteRange | null
-  /** The stream reads another version of the file than `stat` describes (or none): no whole-file digest stands for it. */
+  /**
+   * The stream reads another version of the file than `stat` describes (or none): no whole-file digest stands for it.
+   */
   readonly stale: boolean
 }
 
@@ -34,12 +36,16 @@ const CODED_SUFFIXES: ReadonlyMap<string, string> = new Map([['br', '.br'], ['gz
 interface WithStaticFile { [kStaticFile]: StaticFile | null }
 
 /** @fastify/static's `setHeaders`: records the file and its stat (10 passes the reply, 8 and 9 the raw response). */
-export function staticHeaders (reply: FastifyReply | ServerResponse | Http2ServerResponse, path: string, stat: Stats): void {
+export function staticHeaders (
+  reply: FastifyReply | ServerResponse | Http2ServerResponse, path: string, stat: Stats
+): void {
   (reply as unknown as WithStaticFile)[kStaticFile] = { path, stat }
 }
 
 /** The recorded file, for a GET when @fastify/send's stream reads its path, whole (200) or its Content-Range (206). */
-export async function resolveFileResponse (request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<FileResponse | null> {
+export async function resolveFileResponse (
+  request: FastifyRequest, reply: FastifyReply, payload: unknown
+): Promise<FileResponse | null> {
   const record = (reply as unknown as WithStaticFile)[kStaticFile] ?? (reply.raw as unknown as Partial<WithStaticFile>)[kStaticFile] ?? null
   if (record === null) return null
   if (request.method === 'HEAD') return { ...record, stream: null, range: null, stale: false }
@@ -66,7 +72,10 @@ export async function resolveFileResponse (request: FastifyRequest, reply: Fasti
   return { ...record, stream: payload, range, stale: opened === null || !sameFile(opened, record.stat) }
 }
 
-/** The uncoded representation's file: a pre-compressed file's original (`a.js` of `a.js.br`; null when gone), else itself. */
+/**
+ * The uncoded representation's file: a pre-compressed file's original (`a.js` of `a.js.br`; null when gone), else
+ * itself.
+ */
 export async function identityFile (file: StaticFile, encoding: unknown): Promise<StaticFile | null> {
   const suffix = typeof encoding === 'string' ? CODED_SUFFIXES.get(encoding) : undefined
   if (suffix === undefined || !file.path.endsWith(suffix)) return file
@@ -88,8 +97,12 @@ export async function fileDigests (state: ResponseState, file: FileResponse): Pr
   if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) state.omitted = 'file-not-hashed'
 }
 
-/** A GET's file stream, checked at its end against the digests taken before sending; a mismatch cuts the response off. */
-export function checkedFileStream (reply: FastifyReply, state: ResponseState, file: FileResponse, stream: NodeJS.ReadableStream): CheckedStream {
+/**
+ * A GET's file stream, checked at its end against the digests taken before sending; a mismatch cuts the response off.
+ */
+export function checkedFileStream (
+  reply: FastifyReply, state: ResponseState, file: FileResponse, stream: NodeJS.ReadableStream
+): CheckedStream {
   const { plan, params } = state
   const { range } = file
   let algorithms = NONE
@@ -148,7 +161,10 @@ function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: Byte
   return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
 }
 
-/** Content stage of a GET for a file, or null to hash its stream as any (coded by compress, a part in a trailer or buffer). */
+/**
+ * Content stage of a GET for a file, or null to hash its stream as any (coded by compress, a part in a trailer or
+ * buffer).
+ */
 export async function fileContent (
   request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
 ): Promise<Payload | null> {
@@ -174,7 +190,8 @@ export async function fileContent (
     content = await hashFile(file, plan.content, file.range)
     if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
   }
-  // What the stream must match at its end: the digests it is sent with; the file released when the answer is a 406 instead.
+  // What the stream must match at its end: the digests it is sent with; the file released when the answer is a 406
+  // instead.
   if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
   const out = emitFields(reply, stream, state, content, state.repr)
   if (out !== stream) stream.destroy()
