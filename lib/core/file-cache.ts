@@ -1,6 +1,6 @@
 // Whole-file digests for HEAD and 206 (RFC 9530 B.3; docs/design.md, "Static files"): hashed once, or
 // read from sidecars, kept under the file's identity, which every write changes (the ctime never goes back).
-import { constants, type Stats } from 'node:fs'
+import { constants, type ReadStream, type Stats } from 'node:fs'
 import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
 import { MultiDigester, type DigestResults } from './digest-stream'
@@ -13,6 +13,18 @@ export interface StaticFile {
 
 /** Inclusive byte offsets, as in Content-Range. */
 export interface ByteRange { readonly start: number, readonly end: number }
+
+/** A file @fastify/static sends, as a response stands for it. */
+export interface FileResponse extends StaticFile {
+  /** @fastify/send's stream of the file (GET); null for a HEAD. */
+  readonly stream: ReadStream | null
+  /** The part a GET 206 sends; null for a 200 or a HEAD. */
+  readonly range: ByteRange | null
+  /**
+   * The stream reads another version of the file than `stat` describes (or none): no whole-file digest stands for it.
+   */
+  readonly stale: boolean
+}
 
 const READ_SIZE = 256 * 1024
 const BACKGROUND_PASSES = 2

@@ -21,14 +21,20 @@ function toOctets (algorithm: DigestAlgorithm, value: unknown, length: number): 
     if (!fits) throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} cannot be the number ${value}`)
     return Buffer.from(value.toString(16).padStart(2 * length, '0'), 'hex')
   }
-  if (!(value instanceof Uint8Array)) throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} must be a Buffer of ${length} octets`)
-  if (value.byteLength !== length) throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} must be ${length} octets, got ${value.byteLength}`)
+  if (!(value instanceof Uint8Array)) {
+    throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} must be a Buffer of ${length} octets`)
+  }
+  if (value.byteLength !== length) {
+    throw new FST_DIGEST_INVALID_DECLARED_DIGEST(`${algorithm} must be ${length} octets, got ${value.byteLength}`)
+  }
   return Buffer.from(value)
 }
 
 /** `digests`, checked, added to the reply's declarations for `field` (later declarations win). */
 function declare (reply: FastifyReply, field: keyof Declared, digests: DeclaredDigests): FastifyReply {
-  if (digests === null || typeof digests !== 'object') throw new FST_DIGEST_INVALID_DECLARED_DIGEST('expected an object of algorithm: digest')
+  if (digests === null || typeof digests !== 'object') {
+    throw new FST_DIGEST_INVALID_DECLARED_DIGEST('expected an object of algorithm: digest')
+  }
   const declared: DeclaredMap = new Map()
   for (const [name, value] of Object.entries(digests)) {
     const info = ALGORITHMS.get(name as DigestAlgorithm)
@@ -41,8 +47,13 @@ function declare (reply: FastifyReply, field: keyof Declared, digests: DeclaredD
   return reply
 }
 
-export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply { return declare(this, 'repr', digests) }
-export function setUnencodedDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply { return declare(this, 'unencoded', digests) }
+export function setReprDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
+  return declare(this, 'repr', digests)
+}
+
+export function setUnencodedDigest (this: FastifyReply, digests: DeclaredDigests): FastifyReply {
+  return declare(this, 'unencoded', digests)
+}
 
 export function getDeclared (reply: FastifyReply): Declared | null {
   return (reply as unknown as WithDeclared)[kDeclared]

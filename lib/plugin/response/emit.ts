@@ -9,7 +9,7 @@ import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
 import { DIGEST_FIELDS, hasDigestTrailers, type DigestField, type TrailerHook } from './field-hook'
-import type { ResponseState, Payload } from './stages'
+import type { ResponseState, Payload } from './response-state'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
@@ -35,7 +35,8 @@ export function addVary (reply: FastifyReply, signing: boolean): void {
  * reply set either.
  */
 export function writeFields (
-  reply: FastifyReply, content: string | null, repr: string | null, unencoded: string | null, signatures: readonly IntegritySignature[] = NO_SIGNATURES
+  reply: FastifyReply, content: string | null, repr: string | null, unencoded: string | null,
+  signatures: readonly IntegritySignature[] = NO_SIGNATURES
 ): void {
   if (content !== null) reply.header('content-digest', content)
   if (repr !== null) reply.header('repr-digest', repr)
@@ -116,7 +117,8 @@ export function decidePrecondition (
   reply.header('content-length', STALE_PROBLEM.byteLength)
   const content = plan.head ? '' : STALE_PROBLEM
   const strict = plan.mode.strict
-  writeFields(reply, digestFieldOf(plan.content, content, strict), serializeSelected(repr, [plan.preconditionAlgorithm], strict), null)
+  const reprValue = serializeSelected(repr, [plan.preconditionAlgorithm], strict)
+  writeFields(reply, digestFieldOf(plan.content, content, strict), reprValue, null)
   return content
 }
 
@@ -125,7 +127,8 @@ export function decidePrecondition (
  * content coding.
  */
 export function emitFields (
-  reply: FastifyReply, payload: Payload, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
+  reply: FastifyReply, payload: Payload, state: ResponseState, content: DigestResults | null,
+  identity: DigestResults | null
 ): Payload {
   const { plan } = state
   const strict = plan.mode.strict
@@ -133,33 +136,43 @@ export function emitFields (
   const refused = decidePrecondition(reply, state, repr)
   if (refused !== null) return refused
   const contentValue = serializeSelected(content, plan.content, strict)
-  const reprValue = repr === content && sameList(plan.repr, plan.content) ? contentValue : serializeSelected(repr, plan.repr, strict)
+  const reprValue = repr === content && sameList(plan.repr, plan.content)
+    ? contentValue
+    : serializeSelected(repr, plan.repr, strict)
   // Unencoded-Digest: Byte Sequences (draft-ietf-httpbis-unencoded-digest §3).
-  const unencoded = plan.unencoded.length === 0 ? null : serializeSelected(unencodedDigests(reply, state, identity), plan.unencoded, true)
+  const unencoded = plan.unencoded.length === 0
+    ? null
+    : serializeSelected(unencodedDigests(reply, state, identity), plan.unencoded, true)
   writeFields(reply, contentValue, reprValue, unencoded, plan.signatures)
   return payload
 }
 
-/**
- * A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js
- * sendTrailer). A header when `now`.
- */
-export function declareTrailer (
-  reply: FastifyReply, name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean,
-  compute: (reply: FastifyReply) => DigestResults | null, hook: TrailerHook | null, now = false
-): void {
-  if (algs.length === 0) return
-  if (now) {
-    const value = serializeSelected(compute(reply), algs, strict)
-    if (value !== null) reply.header(name, value)
-    return
+/** The digests of a field, once the body is sent. */
+export type Compute = (reply: FastifyReply) => DigestResults | null
+
+/** A response's digest trailers; `hook`: the onDigestFields hook, which gets their values first. */
+export class DigestTrailers {
+  constructor (readonly reply: FastifyReply, readonly hook: TrailerHook | null) {}
+
+  /**
+   * A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js
+   * sendTrailer). A header when `now`.
+   */
+  declare (name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean, compute: Compute, now = false): void {
+    if (algs.length === 0) return
+    if (now) {
+      const value = serializeSelected(compute(this.reply), algs, strict)
+      if (value !== null) this.reply.header(name, value)
+      return
+    }
+    const hook = this.hook
+    this.reply.trailer(name, (r, _payload, done) => {
+      const value = serializeSelected(compute(r), algs, strict)
+      if (hook !== null) hook.settle(name, value, done)
+      else if (value === null) done(new Error(`no ${name} value`))
+      else done(null, value)
+    })
   }
-  reply.trailer(name, (r, _payload, done) => {
-    const value = serializeSelected(compute(r), algs, strict)
-    if (hook !== null) hook.settle(name, value, done)
-    else if (value === null) done(new Error(`no ${name} value`))
-    else done(null, value)
-  })
 }
 
 // Fastify 5 joins the Trailer field's names with spaces (lib/reply.js onSendEnd); RFC 9110 §6.6.2 defines
@@ -169,7 +182,9 @@ export function commaSeparatedTrailer (reply: FastifyReply): void {
   const writeHead = res.writeHead
   res.writeHead = function writeHeadWithTrailerList (...args: unknown[]) {
     const value = reply.raw.getHeader('trailer')
-    if (typeof value === 'string') reply.raw.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
+    if (typeof value === 'string') {
+      reply.raw.setHeader('trailer', value.split(' ').filter((name) => name !== '').join(', '))
+    }
     return writeHead.apply(res, args)
   }
 }

@@ -7,9 +7,11 @@ import { parseDictionary } from 'structured-headers'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
 import { describe, type DigestParams } from '../../core/option-checks'
-import type { Done, Payload } from './stages'
+import type { Done, Payload } from './response-state'
 
 type TrailerDone = (err: Error | null, value?: string) => void
+
+const HOOK_FAILED = 'fastify-digest-fields: the onDigestFields hook failed on the trailers; the response was cut off'
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
@@ -176,7 +178,9 @@ export class TrailerHook {
     if (values.length < DIGEST_FIELDS.filter((field) => reply.hasTrailer(field)).length) return
     // A trailer whose callback fails is left out (lib/reply.js sendTrailer).
     const send = (): void => {
-      for (const [name, value, done] of values) done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
+      for (const [name, value, done] of values) {
+        done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
+      }
     }
     if (values.every(([, value]) => value === null)) return send()
     const fields: Fields = {}
@@ -184,12 +188,14 @@ export class TrailerHook {
     headerFields(reply, fields)
     run(this.hook, { request: this.request, reply, fields, present: () => undefined }, (added) => {
       const addTrailers = reply.raw.addTrailers
-      reply.raw.addTrailers = function addTrailersWithAdded (this: ServerResponse | Http2ServerResponse, trailers: Record<string, string>) {
+      reply.raw.addTrailers = function addTrailersWithAdded (
+        this: ServerResponse | Http2ServerResponse, trailers: Record<string, string>
+      ) {
         addTrailers.call(this, { ...trailers, ...Object.fromEntries(added) })
       } as typeof addTrailers
       send()
     }, (err) => {
-      reply.log.error({ err }, 'fastify-digest-fields: the onDigestFields hook failed on the trailers; the response was cut off')
+      reply.log.error({ err }, HOOK_FAILED)
       // With an error: an HTTP/2 stream is reset with INTERNAL_ERROR.
       reply.raw.destroy(err)
     })

@@ -12,7 +12,7 @@ import { kStaticFile } from './static-files'
 import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
 import { isNodeStream } from '../../core/digest-stream'
 import { bufferedContent, bytesRepresentation, streamRepresentation, streamedContent, unwrapPayload } from './stages'
-import type { Done, Payload, ResponseContext, ResponseState } from './stages'
+import type { Done, Payload, ResponseContext, ResponseState, RouteResponse } from './response-state'
 import { addVary, dropTrailers, unencodedDigests, writeFields } from './emit'
 import { fieldsDone, hasDigestHeaders, hasDigestTrailers } from './field-hook'
 import { withNoTransform } from '../../core/cache-control'
@@ -75,10 +75,15 @@ function usualResponse (
     (fields.unencoded.length > 0 && !uncoded(reply.getHeader('content-encoding')))
   ) return false
   addVary(reply, signing)
-  const write = shared === usual.plan?.shared ? usual.write : shared === usual.asked?.plan?.shared ? usual.asked.write : null
+  const write = shared === usual.plan?.shared
+    ? usual.write
+    : shared === usual.asked?.plan?.shared ? usual.asked.write : null
   const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
   const { content, repr, unencoded } = fields
-  writeFields(reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null, fields.signatures)
+  writeFields(
+    reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null,
+    fields.signatures
+  )
   return true
 }
 
@@ -94,37 +99,82 @@ function fieldsFinal (
   fieldsDone(request, reply, payload, done, params)
 }
 
-function contentStage (
-  request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, signing: boolean
-): void {
-  const state = slot(request)[kResponseState]
-  if (state === null) {
-    addVary(reply, signing)
-    return done(null, payload)
+/** The onSend stages of a route (or of the 404s, which have no route): its params and usual plan. */
+class RouteStages implements RouteResponse {
+  readonly #usual: Usual
+
+  constructor (readonly params: DigestParams, readonly context: ResponseContext, readonly signing: boolean) {
+    this.#usual = usualOf(params)
   }
-  const { plan, params } = state
-  if (
-    !plan.partial && state.reprPayload !== null && reply.getHeader('content-encoding') === state.reprEncoding &&
-    usualResponse(reply, payload, plan, usual, signing)
-  ) return fieldsFinal(request, reply, payload, done, params)
-  addVary(reply, signing)
-  if (plan.transport === 'declared') {
-    // No content: Repr-Digest and Unencoded-Digest only when declared.
-    const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
-    writeFields(reply, null, serializeSelected(getDeclared(reply)?.repr ?? null, plan.repr, plan.mode.strict), unencoded)
-    return fieldsFinal(request, reply, payload, done, params)
+
+  /** The representation stage; `both`: no other onSend hook stands between it and the content stage, run at once. */
+  representation (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean): void {
+    // A state left by an earlier send: this one is fastify's error after it.
+    if (slot(request)[kResponseState] !== null) {
+      dropTrailers(reply)
+      ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
+      slot(request)[kResponseState] = null
+    }
+    const fields = fieldsFor(request, this.params, this.#usual)
+    if (fields === null) return this.#representationDone(request, reply, payload, done, both)
+    if (both && usualResponse(reply, payload, fields, this.#usual, this.signing)) {
+      return fieldsFinal(request, reply, payload, done, this.params)
+    }
+    const unwrapped = unwrapPayload(reply, payload)
+    if (isNodeStream(unwrapped)) {
+      streamRepresentation(request, reply, unwrapped, fields, this).then(([out, state]) => {
+        slot(request)[kResponseState] = state
+        this.#representationDone(request, reply, out, done, both)
+      }, done)
+      return
+    }
+    slot(request)[kResponseState] = bytesRepresentation(request, reply, unwrapped, fields, this)
+    this.#representationDone(request, reply, unwrapped, done, both)
   }
-  if (!plan.head && isNodeStream(payload)) {
-    streamedContent(request, reply, payload, state).then((p) => {
-      state.reportOmitted(request, reply)
-      fieldsFinal(request, reply, p, done, params)
-    }, done)
-    return
+
+  /** The content stage: the bytes sent, after @fastify/compress. */
+  content (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
+    const state = slot(request)[kResponseState]
+    if (state === null) {
+      addVary(reply, this.signing)
+      return done(null, payload)
+    }
+    const { plan, params } = state
+    if (
+      !plan.partial && state.reprPayload !== null && reply.getHeader('content-encoding') === state.reprEncoding &&
+      usualResponse(reply, payload, plan, this.#usual, this.signing)
+    ) return fieldsFinal(request, reply, payload, done, params)
+    addVary(reply, this.signing)
+    if (plan.transport === 'declared') {
+      // No content: Repr-Digest and Unencoded-Digest only when declared.
+      const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
+      const repr = serializeSelected(getDeclared(reply)?.repr ?? null, plan.repr, plan.mode.strict)
+      writeFields(reply, null, repr, unencoded)
+      return fieldsFinal(request, reply, payload, done, params)
+    }
+    if (!plan.head && isNodeStream(payload)) {
+      streamedContent(request, reply, payload, state).then((p) => {
+        state.reportOmitted(request, reply)
+        fieldsFinal(request, reply, p, done, params)
+      }, done)
+      return
+    }
+    const out = bufferedContent(reply, payload, state)
+    state.reportOmitted(request, reply)
+    fieldsFinal(request, reply, out, done, params)
   }
-  const out = bufferedContent(reply, payload, state)
-  state.reportOmitted(request, reply)
-  fieldsFinal(request, reply, out, done, params)
+
+  /** On to compress and the content stage, or the content stage now when nothing stands between them. */
+  #representationDone (
+    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, both: boolean
+  ): void {
+    if (both) this.content(request, reply, payload, done)
+    else done(null, payload)
+  }
 }
+
+const SIDECAR_WRONG =
+  'fastify-digest-fields: a sidecar checksum does not match its file; the file\'s own digests are used'
 
 export function installResponseDigests (
   fastify: FastifyInstance, params: DigestParams
@@ -135,63 +185,29 @@ export function installResponseDigests (
   const files = new FileDigestCache(params.fileCacheSize, {
     background: params.fileHashing === 'background',
     sidecars: params.fileSidecars,
-    wrongSidecar (path) {
-      fastify.log.warn({ path }, 'fastify-digest-fields: a sidecar checksum does not match its file; the file\'s own digests are used')
-    }
+    wrongSidecar (path) { fastify.log.warn({ path }, SIDECAR_WRONG) }
   })
   const context: ResponseContext = { files, warned: new Set() }
   // SRI keys are plugin-level: every response may depend on Accept-Signature.
   const signing = params.integrityKeys.size > 0
 
-  /** On to compress and the content stage, or the content stage now when nothing stands between them. */
-  function representationDone (
-    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, usual: Usual, both: boolean
-  ): void {
-    if (both) contentStage(request, reply, payload, done, usual, signing)
-    else done(null, payload)
-  }
-
-  function representationStage (
-    request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, routeParams: DigestParams, usual: Usual, both: boolean
-  ): void {
-    // A state left by an earlier send: this one is fastify's error after it.
-    if (slot(request)[kResponseState] !== null) {
-      dropTrailers(reply)
-      ;(reply as { digestsOmitted: unknown }).digestsOmitted = null
-      slot(request)[kResponseState] = null
-    }
-    const fields = fieldsFor(request, routeParams, usual)
-    if (fields === null) return representationDone(request, reply, payload, done, usual, both)
-    if (both && usualResponse(reply, payload, fields, usual, signing)) {
-      return fieldsFinal(request, reply, payload, done, routeParams)
-    }
-    const unwrapped = unwrapPayload(reply, payload)
-    if (isNodeStream(unwrapped)) {
-      streamRepresentation(request, reply, unwrapped, fields, routeParams, context).then(([out, state]) => {
-        slot(request)[kResponseState] = state
-        representationDone(request, reply, out, done, usual, both)
-      }, done)
-      return
-    }
-    slot(request)[kResponseState] = bytesRepresentation(request, reply, unwrapped, fields, routeParams, context)
-    representationDone(request, reply, unwrapped, done, usual, both)
-  }
-
   // 404s never reach onRoute (and compress never touches them).
-  const usual = usualOf(params)
+  const notFound = new RouteStages(params, context, signing)
   fastify.addHook('onSend', function digestNotFound (request, reply, payload, done) {
     if (!request.is404) done(null, payload)
-    else representationStage(request, reply, payload, done as Done, params, usual, true)
+    else notFound.representation(request, reply, payload, done as Done, true)
   })
 
   return {
     onRoute (_routeOptions, routeParams) {
-      const usual = usualOf(routeParams)
+      const stages = new RouteStages(routeParams, context, signing)
       return {
         onSendAround: {
-          before (request, reply, payload, done) { representationStage(request, reply, payload, done as Done, routeParams, usual, false) },
-          after (request, reply, payload, done) { contentStage(request, reply, payload, done as Done, usual, signing) },
-          alone (request, reply, payload, done) { representationStage(request, reply, payload, done as Done, routeParams, usual, true) }
+          before (request, reply, payload, done) {
+            stages.representation(request, reply, payload, done as Done, false)
+          },
+          after (request, reply, payload, done) { stages.content(request, reply, payload, done as Done) },
+          alone (request, reply, payload, done) { stages.representation(request, reply, payload, done as Done, true) }
         }
       }
     }

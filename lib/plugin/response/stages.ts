@@ -1,129 +1,16 @@
 // The response stages (docs/design.md, "Where the hooks run", "Streams and trailers"): before @fastify/compress, the
 // identity representation and the plan completed; after it, the bytes sent, a stream's digests as trailers (RFC 9530
-// §2, §3), else buffered up to maxBufferSize, else omitted. ResponseState: what they hand each other (kResponseState on
-// the request), and the fields given up on (`reply.digestsOmitted`, a warning once per route and reason).
+// §2, §3), else buffered up to maxBufferSize, else omitted; what they hand each other: response-state.ts.
 import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { DigestAlgorithm, DigestOmission, ResponseDigestField } from '../../../types/index'
-import type { DigestParams } from '../../core/option-checks'
-import {
-  DigestTransform, collectUpTo, digestAll, type CheckedStream, type DigestResults
-} from '../../core/digest-stream'
-import type { FileDigestCache } from '../../core/file-cache'
-import {
-  isLiveStream, planDelivery, uncoded, union, type FieldPlan, type Precondition, type ResponsePlan
-} from '../../core/response-plan'
-import {
-  checkedFileStream, fileContent, fileDigests, fileFailed, resolveFileResponse, type FileResponse
-} from './static-files'
-import { commaSeparatedTrailer, declareTrailer, emitFields, reprOf, unencodedDigests } from './emit'
+import type { DigestAlgorithm } from '../../../types/index'
+import { DigestTransform, collectUpTo, digestAll, type DigestResults } from '../../core/digest-stream'
+import { isLiveStream, planDelivery, union, type FieldPlan } from '../../core/response-plan'
+import { checkedFileStream, fileContent, fileDigests, fileFailed, resolveFileResponse } from './static-files'
+import { DigestTrailers, commaSeparatedTrailer, emitFields, reprOf, unencodedDigests, type Compute } from './emit'
 import { TrailerHook } from './field-hook'
-
-export type Payload = unknown
-export type Done = (err: Error | null, payload?: Payload) => void
-type OmissionReason = DigestOmission['reason']
-
-/**
- * What the response stages share (one per plugin instance): the file cache, the omissions logged (by reason and route).
- */
-export interface ResponseContext { readonly files: FileDigestCache, readonly warned: Set<string> }
-
-const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = ['Content-Digest', 'Repr-Digest', 'Unencoded-Digest', 'Signature']
-const AS_TRAILERS = 'clients that send "TE: trailers" get them as trailers'
-const RAISE = 'raise maxBufferSize (plugin or route option) above the'
-const SIGNED = 'a signature covers Unencoded-Digest in the header section'
-const DECLARE = 'declare the digest with reply.setReprDigest() when it is known, or'
-const BUFFER = 'set digest: { live: false } on the route to buffer the stream (up to maxBufferSize)'
-
-// The warning's why and fix, by reason: of a GET (`$T`: how to get trailers), a signed GET (the signature covers a
-// header), a HEAD (no content to carry trailers, RFC 9110 §9.3.2); the GET's when the same.
-type Omission = Record<'why' | 'fix', string> & Partial<Record<'whyHead' | 'fixSigned' | 'fixHead', string>>
-const OMISSIONS: Record<OmissionReason, Omission> = {
-  'over-max-buffer-size': {
-    why: 'the streamed response is larger than maxBufferSize and goes without trailers',
-    whyHead: 'a HEAD hashes at most maxBufferSize bytes of the streamed representation, and it is larger',
-    fix: `${RAISE} response's size, or $T`,
-    fixSigned: `${RAISE} response's size: ${SIGNED}`,
-    fixHead: `${DECLARE} ${RAISE} representation's size`
-  },
-  'live-stream': {
-    why: 'a live stream is never held back for a digest, and it goes without trailers',
-    whyHead: 'the HEAD of a live stream is answered at once, without reading the stream',
-    fix: `$T; or ${BUFFER} instead`,
-    fixSigned: `${BUFFER}: ${SIGNED}`,
-    fixHead: `${DECLARE} set digest: { live: false } on the route to read the stream (up to maxBufferSize)`
-  },
-  'file-not-hashed': {
-    why: 'the file\'s whole-file digests are not known yet (fileHashing: \'background\' answers without waiting for them)',
-    fix: 'later responses carry them once the file is hashed; to wait for the hash instead, set fileHashing: \'wait\', or ship checksum files next to the files (fileSidecars)'
-  }
-}
-
-export class ResponseState {
-  /** The plan's precondition until it is decided; null once decided early (files). */
-  precondition: Precondition | null
-  /** The representation stage's payload: the bytes, or the hasher put around the stream. */
-  reprPayload: string | Buffer | null = null
-  reprStream: DigestTransform | null = null
-  /**
-   * Representation digests known at the representation stage (HEAD of a stream, a file's), and how many bytes they
-   * cover.
-   */
-  repr: DigestResults | null = null
-  reprBytes = 0
-  /**
-   * The identity digests are of the uncoded representation (no coding of the route's own, or a pre-compressed file's
-   * original).
-   */
-  identityUncoded: boolean
-  /** Digests of the whole file as sent, coding included (strict HEAD and 206; what a GET's stream must match). */
-  fileCoded: DigestResults | null = null
-  /** A GET's file stream as passed on: checked at its end against the digests sent with it. */
-  fileStream: CheckedStream | null = null
-  /** The content is being read into memory before anything is sent (fields in the header section). */
-  collecting = false
-  /** The file's check failed while its content was read into memory: answered with a 500 instead. */
-  fileFailure: Error | null = null
-  omitted: OmissionReason | null
-  /** Content-Encoding as the representation stage saw it (compress sets its own later). */
-  readonly reprEncoding: unknown
-
-  // `file`: the file a @fastify/static response stands for (then `repr` holds its identity digests).
-  constructor (
-    readonly plan: ResponsePlan, readonly params: DigestParams, readonly context: ResponseContext, reply: FastifyReply, readonly file: FileResponse | null
-  ) {
-    this.precondition = plan.precondition
-    this.reprEncoding = reply.getHeader('content-encoding')
-    this.identityUncoded = uncoded(this.reprEncoding)
-    this.omitted = plan.omitted
-  }
-
-  /**
-   * Tell the application, and the log once per route and reason, which wanted fields the reply carries neither as
-   * header nor trailer.
-   */
-  reportOmitted (request: FastifyRequest, reply: FastifyReply): void {
-    const reason = this.omitted
-    if (reason === null) return
-    const lists = [this.plan.content, this.plan.repr, this.plan.unencoded, this.plan.signatures]
-    const fields = WANTED.filter((field, i) => (lists[i] as readonly unknown[]).length > 0 && !reply.hasHeader(field) && !reply.hasTrailer(field))
-    if (fields.length === 0) return
-    ;(reply as { digestsOmitted: DigestOmission | null }).digestsOmitted = { reason, fields }
-    const route = request.is404 ? '(404)' : `${request.method} ${request.routeOptions.url as string}`
-    const key = `${reason} ${route}`
-    if (this.context.warned.has(key)) return
-    this.context.warned.add(key)
-    const text = OMISSIONS[reason]
-    const head = request.method === 'HEAD'
-    const asTrailers = this.params.trailers ? AS_TRAILERS : `set the trailers option to true, and ${AS_TRAILERS}`
-    const fix = (head ? text.fixHead : fields.includes('Signature') ? text.fixSigned : undefined) ?? text.fix.replace('$T', asTrailers)
-    request.log.warn(
-      { route, reason, fields },
-      `fastify-digest-fields: ${fields.join(', ')} not sent on ${route}: ${(head ? text.whyHead : undefined) ?? text.why}. Fix: ${fix} (logged once per route)`
-    )
-  }
-}
+import { ResponseState, type Payload, type RouteResponse } from './response-state'
 
 /** `stream` piped through a new hasher of `algorithms`, which passes its bytes on. */
 export function hashThrough (stream: NodeJS.ReadableStream, algorithms: readonly DigestAlgorithm[]): DigestTransform {
@@ -148,16 +35,17 @@ export function unwrapPayload (reply: FastifyReply, payload: Payload): Payload {
     // An onSend hook cannot replace a payload with undefined: an empty body is ''.
     return response.body === null ? '' : Readable.fromWeb(response.body as WebReadableStream)
   }
-  return typeof (payload as { getReader?: unknown }).getReader === 'function' ? Readable.fromWeb(payload as WebReadableStream) : payload
+  const web = typeof (payload as { getReader?: unknown }).getReader === 'function'
+  return web ? Readable.fromWeb(payload as WebReadableStream) : payload
 }
 
 /** The representation stage for a string, a Buffer or no payload (synchronous: no promise per response). */
 export function bytesRepresentation (
-  request: FastifyRequest, reply: FastifyReply, payload: Payload, fields: FieldPlan, params: DigestParams, context: ResponseContext
+  request: FastifyRequest, reply: FastifyReply, payload: Payload, fields: FieldPlan, route: RouteResponse
 ): ResponseState {
   const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
   const plan = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
-  const state = new ResponseState(plan, params, context, reply, null)
+  const state = new ResponseState(plan, route, reply, null)
   // No payload: an empty representation, except for a HEAD, whose handler need not produce one.
   if (bytes) state.reprPayload = payload
   else if (request.method !== 'HEAD') state.reprPayload = ''
@@ -184,16 +72,17 @@ async function hashHeadStream (
 
 /** The representation stage for a stream; resolves to the payload to pass on, and the state. */
 export async function streamRepresentation (
-  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, fields: FieldPlan, params: DigestParams, context: ResponseContext
+  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, fields: FieldPlan, route: RouteResponse
 ): Promise<[Payload, ResponseState]> {
   // Held across the awaits below: an early error must not be an uncaught exception.
   payload.on('error', heldError)
   const status = reply.statusCode
   const file = status === 200 || status === 206 ? await resolveFileResponse(request, reply, payload) : null
   // A file is never live: its digests are known before it is sent.
-  const live = file === null && isLiveStream(params.live, params.liveTypes, reply.getHeader('content-type'))
+  const { live: liveOption, liveTypes } = route.params
+  const live = file === null && isLiveStream(liveOption, liveTypes, reply.getHeader('content-type'))
   const plan = planDelivery(fields, { kind: 'stream', live, status })
-  const state = new ResponseState(plan, params, context, reply, file)
+  const state = new ResponseState(plan, route, reply, file)
   if (file !== null) {
     await fileDigests(state, file)
     return [file.stream === null ? payload : checkedFileStream(reply, state, file, payload), state]
@@ -214,33 +103,54 @@ export async function streamRepresentation (
 /** A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's. */
 const NO_BYTES = Buffer.alloc(0)
 
+// A HEAD's identity digests: those known, else of the representation's bytes; none when its Content-Length stands for
+// another body than what was hashed (@fastify/static's empty HEAD stream).
+function headIdentity (reply: FastifyReply, state: ResponseState): DigestResults | null {
+  let identity = state.repr
+  if (identity === null && state.reprPayload !== null) {
+    identity = digestAll(state.plan.identityNeeded, state.reprPayload)
+    state.reprBytes = Buffer.byteLength(state.reprPayload)
+  }
+  const cl = reply.getHeader('content-length')
+  return state.file === null && cl !== undefined && Number(cl) !== state.reprBytes ? null : identity
+}
+
 /** Content stage for string, Buffer and empty payloads, and for every HEAD. */
 export function bufferedContent (reply: FastifyReply, payload: Payload, state: ResponseState): Payload {
   const { plan } = state
+  if (plan.head) return emitFields(reply, payload, state, digestAll(plan.content, NO_BYTES), headIdentity(reply, state))
   const partial = plan.partial
-  let content: DigestResults | null = null
-  let identity: DigestResults | null = state.repr
-  if (plan.head) {
-    content = digestAll(plan.content, NO_BYTES)
-    if (identity === null && state.reprPayload !== null) {
-      identity = digestAll(plan.identityNeeded, state.reprPayload)
-      state.reprBytes = Buffer.byteLength(state.reprPayload)
-    }
-    // A Content-Length other than what was hashed stands for another body (@fastify/static's empty HEAD stream).
-    const cl = reply.getHeader('content-length')
-    if (state.file === null && cl !== undefined && Number(cl) !== state.reprBytes) identity = null
-  } else {
-    const bytes = (payload ?? '') as string | Buffer
-    if (bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding) {
-      // The same bytes, or replaced without a coding (the application's onSend hook): one pass for every field.
-      content = digestAll(partial ? plan.content : union(union(plan.content, plan.reprNeeded), plan.identityNeeded), bytes)
-      identity = partial ? null : content
-    } else {
-      content = digestAll(plan.contentHashed, bytes)
-      if (!partial && state.reprPayload !== null && plan.mode.identity) identity = digestAll(plan.identityNeeded, state.reprPayload)
-    }
+  const bytes = (payload ?? '') as string | Buffer
+  if (bytes === state.reprPayload || reply.getHeader('content-encoding') === state.reprEncoding) {
+    // The same bytes, or replaced without a coding (the application's onSend hook): one pass for every field.
+    const all = partial ? plan.content : union(union(plan.content, plan.reprNeeded), plan.identityNeeded)
+    const content = digestAll(all, bytes)
+    return emitFields(reply, payload, state, content, partial ? null : content)
   }
-  return emitFields(reply, payload, state, content, identity)
+  const reprPayload = state.reprPayload
+  const identity = !partial && reprPayload !== null && plan.mode.identity
+    ? digestAll(plan.identityNeeded, reprPayload)
+    : state.repr
+  return emitFields(reply, payload, state, digestAll(plan.contentHashed, bytes), identity)
+}
+
+/** A stream's digest fields as trailers (a file's representation digests, known before any byte is sent: headers). */
+function declareTrailers (
+  request: FastifyRequest, reply: FastifyReply, state: ResponseState, hasher: DigestTransform,
+  identityOf: () => DigestResults | null
+): void {
+  const { plan, params } = state
+  reply.removeHeader('content-length')
+  const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
+  const trailers = new DigestTrailers(reply, hook)
+  const file = state.file !== null
+  const strict = plan.mode.strict
+  const fromContent = plan.reprFrom === 'content'
+  const repr: Compute = (r) => reprOf(r, state, hasher.digests, fromContent ? null : identityOf())
+  trailers.declare('content-digest', plan.content, strict, () => hasher.digests)
+  trailers.declare('repr-digest', plan.repr, strict, repr, file && !fromContent)
+  trailers.declare('unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), file)
+  commaSeparatedTrailer(reply)
 }
 
 /** Content stage for streams: trailers when the plan allows them, else buffer up to maxBufferSize. */
@@ -250,7 +160,7 @@ export async function streamedContent (
   const { plan, params } = state
   if (plan.transport === 'none') return payload
   if (state.file !== null) {
-    const out = await fileContent(request, reply, payload, state, state.file)
+    const out = await fileContent(request, reply, payload, state)
     if (out !== null) return out
   }
   const reprStream = state.reprStream
@@ -265,15 +175,7 @@ export async function streamedContent (
 
   // As planned; a file's stream, too, once its precondition was decided before sending (fileContent).
   if (plan.transport === 'trailers' || (plan.trailers && state.precondition === null)) {
-    reply.removeHeader('content-length')
-    const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
-    // A file's representation digests are known before any byte is sent: headers.
-    const file = state.file !== null
-    const repr = (r: FastifyReply): DigestResults | null => reprOf(r, state, hasher.digests, plan.reprFrom === 'content' ? null : identityOf())
-    declareTrailer(reply, 'content-digest', plan.content, plan.mode.strict, () => hasher.digests, hook)
-    declareTrailer(reply, 'repr-digest', plan.repr, plan.mode.strict, repr, hook, file && plan.reprFrom !== 'content')
-    declareTrailer(reply, 'unencoded-digest', plan.unencoded, true, (r) => unencodedDigests(r, state, identityOf()), hook, file)
-    commaSeparatedTrailer(reply)
+    declareTrailers(request, reply, state, hasher, identityOf)
     return hasher
   }
 

@@ -6,29 +6,21 @@ import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import { pipeline, type Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestParams } from '../../core/option-checks'
 import { CheckedStream, type DigestResults } from '../../core/digest-stream'
 import { FST_DIGEST_FILE_CHANGED, FST_DIGEST_SIDECAR_WRONG } from '../../core/errors'
-import { hashFile, sameFile, sidecarPath, type ByteRange, type StaticFile } from '../../core/file-cache'
+import {
+  hashFile, sameFile, sidecarPath, type ByteRange, type FileResponse, type StaticFile
+} from '../../core/file-cache'
 import { NONE, union, type ResponsePlan } from '../../core/response-plan'
 import { NOT_THE_406S, decidePrecondition, emitFields, reprOf, writeFields } from './emit'
 import { blankProblem, PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { digestFieldOf } from '../../core/fields'
-import type { Payload, ResponseState } from './stages'
+import type { Payload, ResponseState } from './response-state'
 
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
 export const kStaticFile = Symbol('fastify-digest-fields.staticFile')
-
-export interface FileResponse extends StaticFile {
-  /** @fastify/send's stream of the file (GET); null for a HEAD. */
-  readonly stream: ReadStream | null
-  /** The part a GET 206 sends; null for a 200 or a HEAD. */
-  readonly range: ByteRange | null
-  /**
-   * The stream reads another version of the file than `stat` describes (or none): no whole-file digest stands for it.
-   */
-  readonly stale: boolean
-}
 
 /** The extensions @fastify/static's `preCompressed` looks for, by Content-Encoding. */
 const CODED_SUFFIXES: ReadonlyMap<string, string> = new Map([['br', '.br'], ['gzip', '.gz'], ['deflate', '.deflate']])
@@ -46,7 +38,8 @@ export function staticHeaders (
 export async function resolveFileResponse (
   request: FastifyRequest, reply: FastifyReply, payload: unknown
 ): Promise<FileResponse | null> {
-  const record = (reply as unknown as WithStaticFile)[kStaticFile] ?? (reply.raw as unknown as Partial<WithStaticFile>)[kStaticFile] ?? null
+  const record = (reply as unknown as WithStaticFile)[kStaticFile] ??
+    (reply.raw as unknown as Partial<WithStaticFile>)[kStaticFile] ?? null
   if (record === null) return null
   if (request.method === 'HEAD') return { ...record, stream: null, range: null, stale: false }
   if (!(payload instanceof ReadStream) || payload.path !== record.path) return null
@@ -94,7 +87,8 @@ export async function fileDigests (state: ResponseState, file: FileResponse): Pr
   if (identity === file) state.repr = state.fileCoded
   else if (identity !== null) state.repr = await state.context.files.digests(identity, fileIdentity)
   // Being hashed in the background: left out for now.
-  if (state.params.fileHashing === 'background' && (state.fileCoded === null || (identity !== null && state.repr === null))) state.omitted = 'file-not-hashed'
+  const unknown = state.fileCoded === null || (identity !== null && state.repr === null)
+  if (state.params.fileHashing === 'background' && unknown) state.omitted = 'file-not-hashed'
 }
 
 /**
@@ -161,34 +155,51 @@ function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: Byte
   return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
 }
 
+/** The whole file's digests as sent, for the content algorithms: known at the representation stage, or cached. */
+async function wholeFileContent (state: ResponseState, file: FileResponse): Promise<DigestResults | null> {
+  const known = state.fileCoded
+  const algorithms = state.plan.contentHashed
+  if (known !== null && algorithms.every((a) => known.has(a))) return known
+  return await state.context.files.digests(file, algorithms)
+}
+
+/** A 206's Content-Digest read from the file's range first; null (logged) when the file changed meanwhile. */
+async function partContent (
+  request: FastifyRequest, file: FileResponse, algorithms: readonly DigestAlgorithm[]
+): Promise<DigestResults | null> {
+  const content = await hashFile(file, algorithms, file.range)
+  const changed = 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted'
+  if (content === null) request.log.debug({ path: file.path }, changed)
+  return content
+}
+
 /**
  * Content stage of a GET for a file, or null to hash its stream as any (coded by compress, a part in a trailer or
  * buffer).
  */
 export async function fileContent (
-  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState, file: FileResponse
+  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState
 ): Promise<Payload | null> {
   const { plan, params } = state
+  const file = state.file as FileResponse
   const stream = state.fileStream as CheckedStream
-  if (plan.reprFrom !== 'content') {
-    // The 406 rule decided before anything is sent: the content digest can still go as a trailer.
-    const refused = decidePrecondition(reply, state, reprOf(reply, state, null, state.repr))
-    if (refused !== null) {
-      stream.destroy()
-      ;(payload as Readable).destroy()
-      return refused
-    }
+  // The 406 rule decided before anything is sent: the content digest can still go as a trailer.
+  const refused = plan.reprFrom === 'content'
+    ? null
+    : decidePrecondition(reply, state, reprOf(reply, state, null, state.repr))
+  if (refused !== null) {
+    stream.destroy()
+    ;(payload as Readable).destroy()
+    return refused
   }
   if (payload !== stream || (file.range === null && file.stale)) return null
   let content: DigestResults | null = null
   if (file.range === null) {
-    const known = state.fileCoded
-    content = known !== null && plan.contentHashed.every((a) => known.has(a)) ? known : await state.context.files.digests(file, plan.contentHashed)
+    content = await wholeFileContent(state, file)
     if (content === null) return null
   } else if (plan.content.length > 0) {
     if (!partReadFromFile(plan, params, file.range)) return null
-    content = await hashFile(file, plan.content, file.range)
-    if (content === null) request.log.debug({ path: file.path }, 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted')
+    content = await partContent(request, file, plan.content)
   }
   // What the stream must match at its end: the digests it is sent with; the file released when the answer is a 406
   // instead.
