@@ -64,8 +64,8 @@ function checksumOctets ({ length: width, finish }: Entry, state: number, length
   return out
 }
 
-// A whole payload's digest; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. crypto.hash() (Node.js
-// 20.12 on) skips the Hash object; its latin1 output is cheaper than 'buffer' (docs/benchmarks.md).
+// A whole payload's digest; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. crypto.hash() (Node.js 20.12 on),
+// as latin1 then octets (docs/benchmarks.md, "Checksums and one-shot hashes").
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   const entry = lookup(algorithm)
   if (entry.update === undefined) return Buffer.from(hash(entry.hash as string, data, 'binary'), 'binary')

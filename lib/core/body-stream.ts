@@ -40,8 +40,7 @@ export class BodyStream extends Readable {
     }
     this.started = true
     const source = this.origin
-    // Bound, not closures: the handlers' optimized code outlives each request's listeners (V8 holds it weakly;
-    // docs/benchmarks.md).
+    // Bound, not closures (docs/benchmarks.md, "Hot closures").
     const onData = takeChunk.bind(this)
     const onEnd = sourceEnded.bind(this)
     // The source's error or premature end fails this stream.

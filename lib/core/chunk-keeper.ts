@@ -22,8 +22,7 @@ export class ChunkKeeper {
   constructor (source: Readable, readonly bound: number) {
     const target = this.#source = source as Source
     this.#push = target.push
-    // Bound, not a closure: the handler's optimized code outlives each request's (V8 holds it weakly;
-    // docs/benchmarks.md).
+    // Bound, not a closure (docs/benchmarks.md, "Hot closures").
     target.push = this.#onPush.bind(this)
   }
 

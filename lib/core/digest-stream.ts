@@ -95,7 +95,7 @@ export class CheckedStream extends DigestTransform {
   constructor (algorithms: Iterable<DigestAlgorithm>, mismatch: (algorithm: DigestAlgorithm) => Error | null) {
     super(algorithms)
     this.hold = true
-    // From a factory: V8 pretenures a closure made where it is assigned to a property (docs/benchmarks.md).
+    // From a factory (docs/benchmarks.md, "Hot closures").
     this.endCheck = CheckedStream.#check(this, mismatch)
   }
 

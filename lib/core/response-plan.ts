@@ -105,10 +105,16 @@ export function isLiveStream (live: boolean | null, liveTypes: ReadonlySet<strin
   return slash > 0 && liveTypes.has(`${type.slice(0, slash)}/*`)
 }
 
+/** The request's header fields planFields() reads, and only these: the usual-plan cache checks each (hooks.ts). */
+export const PLAN_FIELDS = [
+  'want-content-digest', 'want-repr-digest', 'want-unencoded-digest', 'repr-digest', 'te', 'accept-signature'
+] as const
+
 export interface RequestFacts {
   readonly method: string
   readonly httpVersion: string
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>
+  /** A field not in PLAN_FIELDS cannot be read (a type error). */
+  readonly headers: Readonly<Partial<Record<typeof PLAN_FIELDS[number], string | string[]>>>
 }
 
 /** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
@@ -280,7 +286,7 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Respons
   } = fields
   const contentHashed = union(content, partial ? NONE : mode.coded)
   const reprFrom = !mode.strict ? 'identity' : !partial && !head ? 'content' : 'sent'
-  // Every member named: a spread's copy gets a new hidden class on every call.
+  // Every member named, no spread (docs/benchmarks.md, "Another plugin's `onSend`").
   return {
     content,
     repr,

@@ -13,8 +13,7 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
 
-// Closures put on the source come from factories: V8 pretenures a closure made where it is assigned
-// (docs/benchmarks.md).
+// Closures put on the source come from factories (docs/benchmarks.md, "Hot closures").
 
 /**
  * `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js
@@ -75,8 +74,7 @@ export class SourceTap {
       this.#ended = true
       return
     }
-    // Bound, not a closure: the handler's optimized code outlives each request's (V8 holds it weakly;
-    // docs/benchmarks.md).
+    // Bound, not a closure (docs/benchmarks.md, "Hot closures").
     target.push = this.#onPush.bind(this)
     target._destroy = destroyWithClientStatus(target._destroy)
     source.once('close', SourceTap.#closed(this))

@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8'
 import { test } from 'tap'
 import type { DigestAlgorithm, FastifyDigestFieldsOptions, RouteDigestOptions } from '../../types/index'
 import { normalizeOptions, normalizeRouteOptions } from '../../lib/plugin/plugin-options'
-import { planDelivery, planFields, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../../lib/core/response-plan'
+import { PLAN_FIELDS, planDelivery, planFields, union, type PayloadFacts, type RequestFacts, type ResponsePlan, type Transport } from '../../lib/core/response-plan'
 
 function planResponse (request: RequestFacts, params: ReturnType<typeof normalizeOptions>, payload: PayloadFacts): ResponsePlan | null {
   const fields = planFields(request, params)
@@ -299,4 +299,25 @@ test('plans of two responses share one hidden class', async (t) => {
   const params = normalizeOptions(BOTH)
   const payload: PayloadFacts = { kind: 'bytes', live: false, status: 200 }
   t.equal(sameClass(planResponse(factsOf(), params, payload), planResponse(factsOf(), params, payload)), true)
+})
+
+// The usual-plan cache (lib/plugin/response/hooks.ts) checks the fields of PLAN_FIELDS: planFields reads those and no
+// other, whatever the options (here all of them on, on a GET and a HEAD).
+test('planFields reads the request fields PLAN_FIELDS declares, and no other', async (t) => {
+  const key = generateKeyPairSync('ed25519')
+  const params = normalizeOptions({
+    contentDigest: true, reprDigest: true, unencodedDigest: true, trailers: true, integrityKeys: key.privateKey
+  })
+  const values: Record<string, string> = {
+    'want-content-digest': 'sha-512=5',
+    'want-repr-digest': 'sha-512=5',
+    'want-unencoded-digest': 'sha-512=5',
+    'repr-digest': `sha-256=:${Buffer.alloc(32).toString('base64')}:`,
+    te: 'trailers',
+    'accept-signature': 'sig0=("unencoded-digest";sf);keyid="x";tag="ed25519-integrity"'
+  }
+  const read = new Set<string | symbol>()
+  const headers = new Proxy(values, { get (target, name) { read.add(name); return target[name as string] } })
+  for (const method of ['GET', 'HEAD']) planFields({ method, httpVersion: '1.1', headers }, params)
+  t.same([...read].sort(), [...PLAN_FIELDS].sort())
 })

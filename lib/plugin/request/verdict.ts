@@ -155,10 +155,7 @@ export function abandon (request: FastifyRequest, state: Verification, failure: 
   conclude(state, failure, null)
 }
 
-/**
- * The end check; closures stored on streams come from factories: V8 pretenures one made where it is assigned
- * (docs/benchmarks.md).
- */
+/** The end check, made by a factory as closures stored on streams are (docs/benchmarks.md, "Hot closures"). */
 export function checkAtEnd (request: FastifyRequest, state: Verification): EndCheck {
   return (release) => judge(request, state, release)
 }

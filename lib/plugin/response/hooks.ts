@@ -2,6 +2,7 @@
 // the route's onSend hooks, before @fastify/compress; the content stage last. A route without other
 // onSend hooks gets one hook doing both; 404s, which have no route, an instance-level one.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestParams } from '../../core/option-checks'
 import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
@@ -9,7 +10,9 @@ import { getDeclared } from './declared'
 import { kResponseState } from '../symbols'
 import { FileDigestCache } from '../../core/file-cache'
 import { kStaticFile } from './static-files'
-import { noContentStatus, planFields, uncoded, type FieldPlan } from '../../core/response-plan'
+import {
+  noContentStatus, PLAN_FIELDS, planFields, uncoded, type FieldPlan, type RequestFacts
+} from '../../core/response-plan'
 import { isNodeStream } from '../../core/digest-stream'
 import { bufferedContent, bytesRepresentation, streamRepresentation, streamedContent, unwrapPayload } from './stages'
 import type { Done, Payload, ResponseContext, ResponseState, RouteResponse } from './response-state'
@@ -44,19 +47,29 @@ function usualOf (params: DigestParams): Usual {
   return { plan, write: writerOf(plan, params), asked: null }
 }
 
+// Whether nothing planFields() reads but Accept-Signature's value (its own cache) can change the plan: none of the
+// other fields of PLAN_FIELDS, but a Repr-Digest, which is a precondition on a GET only (preconditionOf()); a HEAD
+// never has the usual plan.
+function asksNothing (headers: IncomingHttpHeaders, method: string): boolean {
+  if (method === 'HEAD') return false
+  for (const name of PLAN_FIELDS) {
+    if (name === 'accept-signature' || headers[name] === undefined) continue
+    if (name !== 'repr-digest' || method === 'GET') return false
+  }
+  return true
+}
+
 /** The fields for this request: the route's usual plan when the request says nothing that changes it. */
 function fieldsFor (request: FastifyRequest, params: DigestParams, usual: Usual): FieldPlan | null {
   const h = request.headers
   const asked = h['accept-signature']
-  // `alone`: nothing but Accept-Signature's value can change the plan; a Repr-Digest is a precondition on a GET only
-  // (a HEAD never has the usual plan), planFields' preconditionOf().
   const method = request.method
-  const precondition = h['repr-digest'] !== undefined && method === 'GET'
-  const alone = method !== 'HEAD' && h['want-content-digest'] === undefined && h['want-repr-digest'] === undefined &&
-    h['want-unencoded-digest'] === undefined && !precondition && h.te === undefined
+  const alone = asksNothing(h, method)
   if (alone && asked === undefined) return usual.plan
   if (alone && usual.asked !== null && usual.asked.value === asked) return usual.asked.plan
-  const plan = planFields({ method, httpVersion: request.raw.httpVersion, headers: h }, params)
+  // Every field is there; planFields can read those of PLAN_FIELDS only.
+  const headers = h as RequestFacts['headers']
+  const plan = planFields({ method, httpVersion: request.raw.httpVersion, headers }, params)
   if (alone && typeof asked === 'string') usual.asked = { value: asked, plan, write: writerOf(plan, params) }
   return plan
 }
