@@ -28,6 +28,9 @@ export async function buildApp (
 
 const nodeNames: Record<string, string> = { 'sha-256': 'sha256', 'sha-512': 'sha512', md5: 'md5', sha: 'sha1' }
 
+/** Waits `ms` milliseconds: for a delay a test sets up (a slow client), not to sequence assertions. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
 /** `alg=:base64:` computed independently with node:crypto. */
 export function sf (bytes: Buffer | string, alg = 'sha-256'): string {
   const name = nodeNames[alg]

@@ -5,8 +5,7 @@
 import { connect, constants, type ClientHttp2Session, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
 import { once } from 'node:events'
 import type { Writable } from 'node:stream'
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+import { sleep } from './helpers'
 
 /** What an upload got back. `status` is 0 when no response head arrived (e.g. after a reset). */
 export interface Reply {

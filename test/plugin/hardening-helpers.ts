@@ -12,7 +12,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import type { FastifyInstance } from 'fastify'
 import crypto = require('node:crypto')
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+export { sleep } from '../helpers'
 
 export interface Received {
   status: number

@@ -21,10 +21,7 @@ export function b64 (bytes: Buffer | string, alg = 'sha-256'): string {
   return createHash(nodeNames[alg] as string).update(bytes).digest('base64')
 }
 
-/** `alg=:base64:` */
-export function sf (bytes: Buffer | string, alg = 'sha-256'): string {
-  return `${alg}=:${b64(bytes, alg)}:`
-}
+export { sf } from '../../helpers'
 
 /** Read a stream to its end (rejects with its error). */
 export async function drain (stream: unknown): Promise<void> {

@@ -10,6 +10,7 @@ import compress from '@fastify/compress'
 import type { FastifyInstance } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../../../types/index'
 import { buildVerifyApp, b64, sf, HELLO } from './request-helpers'
+import { sleep } from '../../helpers'
 
 interface Reply { status: number, headers: Record<string, unknown>, body: string, reused: boolean }
 interface Upload {
@@ -49,8 +50,6 @@ function upload (port: number, { method = 'POST', path, headers = {}, chunks = [
     req.end()
   })
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 function connections (app: FastifyInstance): Promise<number> {
   return new Promise((resolve, reject) => app.server.getConnections((err, n) => err ? reject(err) : resolve(n)))

@@ -9,10 +9,11 @@ import type { test } from 'tap'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../../../types/index'
 import { buildVerifyApp, PROBLEM } from './request-helpers'
-import { h2Session, h2Upload, sleep, write, type Body, type Reply, type Upload } from '../../http2-helpers'
+import { h2Session, h2Upload, write, type Body, type Reply, type Upload } from '../../http2-helpers'
+import { sleep } from '../../helpers'
 
 export type { Reply, Upload } from '../../http2-helpers'
-export { sleep } from '../../http2-helpers'
+export { sleep } from '../../helpers'
 
 export type Transport = 'h1' | 'h2'
 export const TRANSPORTS: Transport[] = ['h1', 'h2']

@@ -21,7 +21,8 @@ import type { DigestOmission, FastifyDigestFieldsOptions } from '../../../types/
 import digestFields = require('../../../lib/index')
 import { readSidecars } from '../../../lib/core/file-cache'
 import { buildApp, sf, pattern, EMPTY_SHA256 } from '../../helpers'
-import { h2Session, sleep } from '../../http2-helpers'
+import { h2Session } from '../../http2-helpers'
+import { sleep } from '../../helpers'
 
 interface Closeable { teardown (fn: () => unknown): void }
 
