@@ -23,20 +23,39 @@ import {
   type Transport
 } from './upload-helpers'
 
+/** How the handlers' reads settled (`/pipe resolved`, `/file rejected`), in order; `once` waits for a path's first. */
+class Settled {
+  readonly list: string[] = []
+  readonly #waiting = new Map<string, (outcome: string) => void>()
+
+  record (outcome: string): void {
+    this.list.push(outcome)
+    const path = outcome.split(' ')[0] as string
+    this.#waiting.get(path)?.(outcome)
+    this.#waiting.delete(path)
+  }
+
+  /** How the first read on `path` settled, once it has. */
+  first (path: string): Promise<string> {
+    const found = this.list.find((s) => s.startsWith(`${path} `))
+    if (found !== undefined) return Promise.resolve(found)
+    return new Promise((resolve) => { this.#waiting.set(path, resolve) })
+  }
+}
+
 /**
  * Handlers that read the body past fastify's stream, as an application
- * writes them; how each read settled is recorded in `settled`
- * (`/pipe resolved`, `/file rejected`).
+ * writes them; how each read settled is recorded in `settled`.
  */
-function routes (settled: string[]) {
+function routes (settled: Settled) {
   const read = async (path: string, reading: () => Promise<void>): Promise<void> => {
     try {
       await reading()
     } catch (err) {
-      settled.push(`${path} rejected`)
+      settled.record(`${path} rejected`)
       throw err
     }
-    settled.push(`${path} resolved`)
+    settled.record(`${path} resolved`)
   }
   return async (app: FastifyInstance): Promise<void> => {
     await app.register(multipart)
@@ -57,19 +76,15 @@ function routes (settled: string[]) {
   }
 }
 
-async function server (t: TapTest, transport: Transport): Promise<Served & { settled: string[] }> {
+async function server (t: TapTest, transport: Transport): Promise<Served & { settled: Settled }> {
   failOnCrash(t)
-  const settled: string[] = []
+  const settled = new Settled()
   const served = await serve(t, transport, {}, routes(settled))
   return { ...served, settled }
 }
 
-/** How the first read on `path` settled, waiting up to `ms` for it (null: not settled). */
-async function firstRead ({ settled }: { settled: string[] }, path: string, ms = 2000): Promise<string | null> {
-  const find = (): string | null => settled.find((s) => s.startsWith(`${path} `)) ?? null
-  for (const end = Date.now() + ms; find() === null && Date.now() < end;) await sleep(10)
-  return find()
-}
+/** How the first read on `path` settled, once it has. */
+const firstRead = ({ settled }: { settled: Settled }, path: string): Promise<string> => settled.first(path)
 
 const FILE = Buffer.alloc(64 * 1024, 'f')
 const FORM = multipartBody(FILE)
@@ -84,10 +99,10 @@ const CASES: Array<{ path: string, type: string, body: Buffer }> = [
 ]
 
 /** A good request on `path` (with its length, so that it is checked the same way today), then on /json. */
-async function stillServes (t: TapTest, { send, settled }: Served & { settled: string[] }, path: string, type: string, body: Buffer): Promise<void> {
+async function stillServes (t: TapTest, { send, settled }: Served & { settled: Settled }, path: string, type: string, body: Buffer): Promise<void> {
   const again = await send({ path, headers: { 'content-type': type, 'content-length': String(body.length), 'content-digest': sf(body) }, body: [body] })
   t.equal(again.status, 200, `${path} still answers`)
-  if (path !== '/json') t.same(settled.at(-1), `${path} resolved`, `${path} read the good request`)
+  if (path !== '/json') t.same(settled.list.at(-1), `${path} resolved`, `${path} read the good request`)
   const res = await send({ path: '/json', headers: { 'content-type': 'text/plain', 'content-length': String(TEXT.length), 'content-digest': sf(TEXT) }, body: [TEXT] })
   t.equal(res.status, 200, 'a text /json request still answers')
   t.same(res.status === 200 ? json(res).verification.verified : null, true, '/json still verifies')
