@@ -13,14 +13,15 @@ import { assertProblem, failOnCrash, pieces, serve, serverErrors, sink, sleep, T
 
 const BODY = Buffer.alloc(64 * 1024, 'a')
 
-/** Routes that read request.raw and throw, in place of the read's error, `make()`'s. */
-function routes (reads: string[]) {
+/** Routes that read request.raw and throw, in place of the read's error, `make()`'s; `failed` is told of each. */
+function routes (reads: string[], failed: () => void = () => {}) {
   return (app: FastifyInstance): void => {
     const rethrow = (make: () => Error) => async (request: { raw: NodeJS.ReadableStream }) => {
       try {
         await pipeline(request.raw, sink())
       } catch (err) {
         reads.push((err as { code?: string }).code ?? 'no code')
+        failed()
         throw make()
       }
       return { read: true }
@@ -59,7 +60,9 @@ for (const transport of TRANSPORTS) {
 test('h1: a bare error thrown for an upload the client cut off takes 400, and is not logged as a server error', { timeout: 15000 }, async (t) => {
   failOnCrash(t)
   const reads: string[] = []
-  const served = await serve(t, 'h1', {}, routes(reads))
+  let readFailed = (): void => {}
+  const failedRead = new Promise<void>((resolve) => { readFailed = resolve })
+  const served = await serve(t, 'h1', {}, routes(reads, readFailed))
   const res = await served.send({
     path: '/bare',
     headers: { 'content-type': 'application/x-raw', 'content-length': String(BODY.length * 2), 'content-digest': sf(BODY) },
@@ -68,7 +71,7 @@ test('h1: a bare error thrown for an upload the client cut off takes 400, and is
     cancelAfter: 2
   })
   t.equal(res.status, 0, 'no response on a destroyed socket')
-  for (let i = 0; i < 50 && reads.length === 0; i++) await sleep(10)
+  await failedRead
   t.equal(reads.length, 1, `the handler's read rejected (${reads.join()})`)
   await sleep(50)
   t.same(serverErrors(served.logs), [], 'no server error logged')
