@@ -10,7 +10,6 @@ import compress from '@fastify/compress'
 import type { FastifyInstance } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../../../types/index'
 import { buildVerifyApp, b64, sf, HELLO } from './request-helpers'
-import { sleep } from '../../helpers'
 
 interface Reply { status: number, headers: Record<string, unknown>, body: string, reused: boolean }
 interface Upload {
@@ -136,8 +135,12 @@ test('request trailers: a decoded Repr-Digest of gzip content, with and without 
 test('an aborted upload leaves the server serving', async (t) => {
   for (const withCompress of [false, true]) {
     const aborted: string[] = []
+    let abortSeen = (): void => {}
     const { app, port } = await serve(t, {}, withCompress, (app) => {
-      app.addHook('onRequestAbort', async (request) => { aborted.push(request.url) })
+      app.addHook('onRequestAbort', async (request) => {
+        aborted.push(request.url)
+        abortSeen()
+      })
     })
     const big = Buffer.alloc(64 * 1024, 'x')
     const cases: Array<[string, OutgoingHttpHeaders]> = [
@@ -149,10 +152,13 @@ test('an aborted upload leaves the server serving', async (t) => {
     for (const [path, headers] of cases) {
       const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path, agent: false, headers: { ...headers, 'content-length': String(512 * 1024) } })
       req.on('error', () => {})
+      // Destroyed once the server has the request and part of its body; the next case once fastify saw the abort.
+      const arrived = once(app.server, 'request')
       req.write(headers['content-encoding'] === 'gzip' ? gzipSync(big).subarray(0, 1000) : big)
-      await sleep(30)
+      await arrived
+      const seen = new Promise<void>((resolve) => { abortSeen = resolve })
       req.destroy()
-      await sleep(30)
+      await seen
     }
     t.same(aborted, cases.map(([path]) => path), `compress: ${withCompress}: every upload was aborted mid-body`)
     t.equal(await connections(app), 0, 'no connection left open')
@@ -163,7 +169,7 @@ test('an aborted upload leaves the server serving', async (t) => {
 })
 
 test('bodies shorter or longer than Content-Length', async (t) => {
-  const { port } = await serve(t)
+  const { app, port } = await serve(t)
   const request = (length: number, digest: string) => [
     'POST /json HTTP/1.1',
     'Host: localhost',
@@ -178,9 +184,15 @@ test('bodies shorter or longer than Content-Length', async (t) => {
   const long = connect(port, '127.0.0.1')
   let response = ''
   long.setEncoding('utf8')
-  long.on('data', (chunk: string) => { response += chunk })
+  // The extra bytes go once the first response is in.
+  const answered = new Promise<void>((resolve) => {
+    long.on('data', (chunk: string) => {
+      response += chunk
+      if (response.includes('"verified":true')) resolve()
+    })
+  })
   long.write(request(5, sf('hello')) + 'hello')
-  await sleep(100)
+  await answered
   long.write('EXTRA BYTES\r\n\r\n')
   await once(long, 'close')
   t.match(response, /^HTTP\/1\.1 200 OK/)
@@ -191,8 +203,10 @@ test('bodies shorter or longer than Content-Length', async (t) => {
   const short = connect(port, '127.0.0.1')
   short.on('error', () => {})
   short.resume()
+  // Ended once the server has the request.
+  const arrived = once(app.server, 'request')
   short.write(request(100, sf('x'.repeat(100))) + 'x'.repeat(50))
-  await sleep(50)
+  await arrived
   short.end()
   await once(short, 'close')
 
