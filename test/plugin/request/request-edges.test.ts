@@ -200,10 +200,13 @@ test('HTTP/2 without Content-Type: fastify parses nothing, the verifier still se
 test('a client gone while the verifier waits: the reply is settled, nothing hangs', async (t) => {
   for (const transport of ['h1', 'h2'] as const) {
     const replies: Array<{ sent: boolean }> = []
+    let closed = (): void => {}
+    const responseClosed = new Promise<void>((resolve) => { closed = resolve })
     const { send } = await serve(t, transport, { verify: 'required' }, (app) => {
       app.addContentTypeParser('application/x-ignore', (_req, _payload, done) => done(null))
       app.post('/ignore', async (_request, reply) => {
         replies.push(reply)
+        reply.raw.once('close', closed)
         return { answered: true }
       })
     })
@@ -211,16 +214,19 @@ test('a client gone while the verifier waits: the reply is settled, nothing hang
     const headers = { 'content-type': 'application/x-ignore', 'content-digest': sf('abcdef'), ...(transport === 'h1' ? { 'transfer-encoding': 'chunked' } : {}) }
     const cut = await send({ path: '/ignore', headers, body: ['abc', 'def'], delay: 50, cancelAfter: 1 })
     t.ok(cut.status === 0 || cut.reset, `${transport}: the client saw no answer`)
-    await sleep(100)
+    await responseClosed
     t.equal(replies.length, 1)
     t.equal(replies[0]?.sent, true, `${transport}: the reply was settled`)
   }
   // HTTP/2 without Content-Type: preValidation waits for a first byte that never comes.
   const handled: string[] = []
-  const { port } = await serve(t, 'h2', {}, (app) => {
+  let answer = (): void => {}
+  const answered = new Promise<void>((resolve) => { answer = resolve })
+  const { app, port } = await serve(t, 'h2', {}, (app) => {
     app.post('/wait', {
       onSend: async (_request, reply, payload) => {
         handled.push(`answer ${reply.statusCode}`)
+        answer()
         return payload
       }
     }, async () => {
@@ -229,12 +235,14 @@ test('a client gone while the verifier waits: the reply is settled, nothing hang
     })
   })
   const session = await h2Session(t, port)
+  // Cancelled once the server has the request.
+  const arrived = once(app.server, 'request')
   const stream = session.request({ ':method': 'POST', ':path': '/wait', 'content-digest': sf('abc') }, { endStream: false })
   stream.on('error', () => {})
-  await sleep(50)
+  await arrived
   stream.close(constants.NGHTTP2_CANCEL)
   await once(stream, 'close')
-  await sleep(100)
+  await answered
   // node's compatibility layer ends request.raw when the stream closes: the
   // check runs over what arrived (nothing), and the answer is settled.
   t.same(handled, ['answer 400'], 'the lifecycle went on to an answer')
