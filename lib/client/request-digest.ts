@@ -100,7 +100,8 @@ function checkArgs (
 }
 
 /**
- * `{ 'content-digest': … }` for a body whose bytes are known (deprecated algorithms allowed: servers may ask for them).
+ * `{ 'content-digest': … }` for a body whose bytes are known (deprecated algorithms allowed: servers may ask for
+ * them).
  */
 export function digestHeaders (
   body: DigestibleBody,
