@@ -119,13 +119,11 @@ async function * replay (head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenera
   for (let next = await it.next(); next.done !== true; next = await it.next()) yield next.value
 }
 
-/**
- * Read a stream into memory up to `limit` bytes: its chunks, or past the limit `rest`, replaying what was read and the
- * rest.
- */
-export async function collectUpTo (
-  stream: DigestTransform, limit: number
-): Promise<{ chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }> {
+/** A stream read up to a limit: its chunks, or past the limit `rest`, replaying what was read and the rest. */
+export interface Collected { chunks: Buffer[] | null, rest: NodeJS.ReadableStream | null, bytes: number }
+
+/** Read a stream into memory up to `limit` bytes. */
+export async function collectUpTo (stream: DigestTransform, limit: number): Promise<Collected> {
   const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
   const chunks: Buffer[] = []
   let bytes = 0

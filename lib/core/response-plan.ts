@@ -162,9 +162,12 @@ export interface PayloadFacts {
  */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
 
-export interface ResponsePlan extends FieldPlan {
+/** How a response's planned fields travel, once its payload is known (planDelivery). */
+export interface Delivery {
   readonly transport: Transport
   readonly omitted: DigestOmission['reason'] | null
+  /** The plan's precondition, but for a live stream's GET, which decides none. */
+  readonly precondition: Precondition | null
   /** A 206: the part's Content-Digest, the whole representation's Repr-Digest (RFC 9530 §3, B.3). */
   readonly partial: boolean
   /** Hashed over the content: Content-Digest's, and a strict full response's representation ones. */
@@ -273,37 +276,17 @@ function transportOf (fields: FieldPlan, payload: PayloadFacts): Transport {
 }
 
 /** How the planned fields travel for this payload. */
-export function planDelivery (fields: FieldPlan, payload: PayloadFacts): ResponsePlan {
+export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Delivery {
   const partial = payload.status === 206
   const transport = transportOf(fields, payload)
-  const omitted: DigestOmission['reason'] | null = transport === 'none' ? 'live-stream' : null
   // A live stream's GET precondition is not decided.
   const live = transport !== 'declared' && payload.kind === 'stream' && payload.live
-  const precondition = live && !fields.head ? null : fields.precondition
-  const {
-    content, repr, unencoded, preconditionAlgorithm, reprNeeded, identityNeeded, shared, mode, head, trailers,
-    signatures
-  } = fields
-  const contentHashed = union(content, partial ? NONE : mode.coded)
-  const reprFrom = !mode.strict ? 'identity' : !partial && !head ? 'content' : 'sent'
-  // Every member named, no spread (docs/benchmarks.md, "Another plugin's `onSend`").
   return {
-    content,
-    repr,
-    unencoded,
-    precondition,
-    preconditionAlgorithm,
-    reprNeeded,
-    identityNeeded,
-    shared,
-    mode,
-    head,
-    trailers,
-    signatures,
     transport,
-    omitted,
+    omitted: transport === 'none' ? 'live-stream' : null,
+    precondition: live && !fields.head ? null : fields.precondition,
     partial,
-    contentHashed,
-    reprFrom
+    contentHashed: union(fields.content, partial ? NONE : fields.mode.coded),
+    reprFrom: !fields.mode.strict ? 'identity' : !partial && !fields.head ? 'content' : 'sent'
   }
 }

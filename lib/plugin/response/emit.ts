@@ -6,10 +6,9 @@ import type { DigestResults } from '../../core/digest-stream'
 import { digestFieldOf, serializeSelected } from '../../core/fields'
 import { getDeclared, type Declared } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
-import { STALE_PROBLEM, preconditionFails, sameList } from '../../core/response-plan'
+import { STALE_PROBLEM, type FieldPlan } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
 import { DIGEST_FIELDS, hasDigestTrailers, type DigestField, type TrailerHook } from './field-hook'
-import type { ResponseState, Payload } from './response-state'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
@@ -52,7 +51,7 @@ export function writeFields (
  * `computed`, with the digests declared for `field` (reply.setReprDigest(), setUnencodedDigest()) for `algs` in their
  * place.
  */
-function withDeclared (
+export function withDeclared (
   reply: FastifyReply, field: keyof Declared, computed: DigestResults | null, algs: readonly DigestAlgorithm[]
 ): DigestResults | null {
   const declared = getDeclared(reply)?.[field] ?? null
@@ -65,35 +64,10 @@ function withDeclared (
   return out
 }
 
-/**
- * Unencoded-Digest's: setUnencodedDigest()'s; then, when the route coded nothing itself (never decoded),
- * setReprDigest()'s and `identity`.
- */
-export function unencodedDigests (
-  reply: FastifyReply, state: ResponseState, identity: DigestResults | null
-): DigestResults | null {
-  const algs = state.plan.unencoded
-  const computed = state.identityUncoded ? withDeclared(reply, 'repr', identity, algs) : null
-  return withDeclared(reply, 'unencoded', computed, algs)
-}
-
-// The representation's digests: declared ones, else the whole representation's, from `reprFrom`. 'sent': the identity
-// one or the whole file, unknown when coded after the representation stage (@fastify/compress on an explicit HEAD
-// route).
-export function reprOf (
-  reply: FastifyReply, state: ResponseState, content: DigestResults | null, identity: DigestResults | null
-): DigestResults | null {
-  const { reprFrom, reprNeeded } = state.plan
-  let whole = reprFrom === 'content' ? content : identity
-  if (reprFrom === 'sent' && reply.getHeader('content-encoding') !== state.reprEncoding) whole = null
-  else if (reprFrom === 'sent' && state.file !== null) whole = state.fileCoded
-  return withDeclared(reply, 'repr', whole, reprNeeded)
-}
-
-// The 406 rule, decided once: the 406's content, or null. Its Repr-Digest is the current representation's,
-// its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length, RFC 9110 §9.3.2).
-// It describes no representation of the target: the fields that would go (validators, RFC 9110 §8.8; Content-Location
-// and Content-Language, §8.7, §8.5; Content-Disposition, RFC 6266 §4).
+// The 406 of the rule (response-plan.ts, preconditionFails()), its content returned. Its Repr-Digest is the current
+// representation's, its Content-Digest the problem's (a HEAD's: empty, RFC 9530 B.2, with a GET's Content-Length,
+// RFC 9110 §9.3.2). It describes no representation of the target: the fields that would go (validators, RFC 9110
+// §8.8; Content-Location and Content-Language, §8.7, §8.5; Content-Disposition, RFC 6266 §4).
 export const NOT_THE_406S = ['content-encoding', 'content-range', 'content-language', 'content-location',
   'content-disposition', 'etag', 'last-modified', ...DIGEST_FIELDS]
 // A 406 answers the request's Repr-Digest, which no cache keys on (not in Vary, RFC 9111 §4.1): stored, it would
@@ -103,48 +77,17 @@ export const NOT_THE_406S = ['content-encoding', 'content-range', 'content-langu
 // (RFC 9213 §2.2) and Surrogate-Control (W3C Edge Architecture 1.0; Varnish's builtin.vcl vcl_backend_response).
 const NOT_STORED = 'no-store'
 const FRESHNESS_OF_THE_REPLACED = ['expires', 'cdn-cache-control', 'surrogate-control']
-export function decidePrecondition (
-  reply: FastifyReply, state: ResponseState, repr: DigestResults | null
-): Buffer | string | null {
-  const fails = preconditionFails(state.precondition, reply.statusCode, repr)
-  state.precondition = null
-  if (!fails) return null
-  const { plan } = state
+export function answerStale (reply: FastifyReply, fields: FieldPlan, repr: DigestResults | null): Buffer | string {
   reply.code(406)
   for (const h of [...NOT_THE_406S, ...FRESHNESS_OF_THE_REPLACED]) reply.removeHeader(h)
   reply.header('cache-control', NOT_STORED)
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
-  const content = plan.head ? '' : STALE_PROBLEM
-  const strict = plan.mode.strict
-  const reprValue = serializeSelected(repr, [plan.preconditionAlgorithm], strict)
-  writeFields(reply, digestFieldOf(plan.content, content, strict), reprValue, null)
+  const content = fields.head ? '' : STALE_PROBLEM
+  const strict = fields.mode.strict
+  const reprValue = serializeSelected(repr, [fields.preconditionAlgorithm], strict)
+  writeFields(reply, digestFieldOf(fields.content, content, strict), reprValue, null)
   return content
-}
-
-/**
- * The digest fields as headers, or a 406: `content` digests the bytes sent, `identity` the representation before
- * content coding.
- */
-export function emitFields (
-  reply: FastifyReply, payload: Payload, state: ResponseState, content: DigestResults | null,
-  identity: DigestResults | null
-): Payload {
-  const { plan } = state
-  const strict = plan.mode.strict
-  const repr = reprOf(reply, state, content, identity)
-  const refused = decidePrecondition(reply, state, repr)
-  if (refused !== null) return refused
-  const contentValue = serializeSelected(content, plan.content, strict)
-  const reprValue = repr === content && sameList(plan.repr, plan.content)
-    ? contentValue
-    : serializeSelected(repr, plan.repr, strict)
-  // Unencoded-Digest: Byte Sequences (draft-ietf-httpbis-unencoded-digest §3).
-  const unencoded = plan.unencoded.length === 0
-    ? null
-    : serializeSelected(unencodedDigests(reply, state, identity), plan.unencoded, true)
-  writeFields(reply, contentValue, reprValue, unencoded, plan.signatures)
-  return payload
 }
 
 /** The digests of a field, once the body is sent. */

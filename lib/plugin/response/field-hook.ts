@@ -7,8 +7,10 @@ import { parseDictionary } from 'structured-headers'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
 import { describe, type DigestParams } from '../../core/option-checks'
-import type { Done, Payload } from './response-state'
 
+/** An onSend hook's payload, and its callback. */
+export type Payload = unknown
+export type Done = (err: Error | null, payload?: Payload) => void
 type TrailerDone = (err: Error | null, value?: string) => void
 
 const HOOK_FAILED = 'fastify-digest-fields: the onDigestFields hook failed on the trailers; the response was cut off'

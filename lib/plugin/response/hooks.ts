@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { DigestParams } from '../../core/option-checks'
-import { digestFieldOf, fieldWriter, serializeSelected } from '../../core/fields'
+import { digestFieldOf, fieldWriter } from '../../core/fields'
 import type { RouteHookInstaller } from '../route-hooks'
 import { getDeclared } from './declared'
 import { kResponseState } from '../symbols'
@@ -14,18 +14,18 @@ import {
   noContentStatus, PLAN_FIELDS, planFields, uncoded, type FieldPlan, type RequestFacts
 } from '../../core/response-plan'
 import { isNodeStream } from '../../core/digest-stream'
-import { bufferedContent, bytesRepresentation, streamRepresentation, streamedContent, unwrapPayload } from './stages'
-import type { Done, Payload, ResponseContext, ResponseState, RouteResponse } from './response-state'
-import { addVary, dropTrailers, unencodedDigests, writeFields } from './emit'
-import { fieldsDone, hasDigestHeaders, hasDigestTrailers } from './field-hook'
+import { unwrapPayload } from './payload'
+import { ResponseDigests, type RouteResponse } from './response-digests'
+import { addVary, dropTrailers, writeFields } from './emit'
+import { fieldsDone, hasDigestHeaders, hasDigestTrailers, type Done, type Payload } from './field-hook'
 import { withNoTransform } from '../../core/cache-control'
 
 /**
  * The request decorator kResponseState: what the representation stage hands the content stage; null when no digest
  * field goes (only Vary).
  */
-function slot (request: FastifyRequest): { [kResponseState]: ResponseState | null } {
-  return request as unknown as { [kResponseState]: ResponseState | null }
+function slot (request: FastifyRequest): { [kResponseState]: ResponseDigests | null } {
+  return request as unknown as { [kResponseState]: ResponseDigests | null }
 }
 
 type Writer = ((data: string | Buffer) => string) | null
@@ -116,7 +116,7 @@ function fieldsFinal (
 class RouteStages implements RouteResponse {
   readonly #usual: Usual
 
-  constructor (readonly params: DigestParams, readonly context: ResponseContext, readonly signing: boolean) {
+  constructor (readonly params: DigestParams, readonly context: RouteResponse['context'], readonly signing: boolean) {
     this.#usual = usualOf(params)
   }
 
@@ -135,46 +135,31 @@ class RouteStages implements RouteResponse {
     }
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
-      streamRepresentation(request, reply, unwrapped, fields, this).then(([out, state]) => {
-        slot(request)[kResponseState] = state
+      ResponseDigests.ofStream(request, reply, unwrapped, fields, this).then(([out, response]) => {
+        slot(request)[kResponseState] = response
         this.#representationDone(request, reply, out, done, both)
       }, done)
       return
     }
-    slot(request)[kResponseState] = bytesRepresentation(request, reply, unwrapped, fields, this)
+    slot(request)[kResponseState] = ResponseDigests.ofBytes(request, reply, unwrapped, fields, this)
     this.#representationDone(request, reply, unwrapped, done, both)
   }
 
   /** The content stage: the bytes sent, after @fastify/compress. */
   content (request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done): void {
-    const state = slot(request)[kResponseState]
-    if (state === null) {
+    const response = slot(request)[kResponseState]
+    if (response === null) {
       addVary(reply, this.signing)
       return done(null, payload)
     }
-    const { plan, params } = state
-    if (
-      !plan.partial && state.reprPayload !== null && reply.getHeader('content-encoding') === state.reprEncoding &&
-      usualResponse(reply, payload, plan, this.#usual, this.signing)
-    ) return fieldsFinal(request, reply, payload, done, params)
+    const params = this.params
+    const usual = response.sendsRepresentation(reply) &&
+      usualResponse(reply, payload, response.fields, this.#usual, this.signing)
+    if (usual) return fieldsFinal(request, reply, payload, done, params)
     addVary(reply, this.signing)
-    if (plan.transport === 'declared') {
-      // No content: Repr-Digest and Unencoded-Digest only when declared.
-      const unencoded = serializeSelected(unencodedDigests(reply, state, null), plan.unencoded, true)
-      const repr = serializeSelected(getDeclared(reply)?.repr ?? null, plan.repr, plan.mode.strict)
-      writeFields(reply, null, repr, unencoded)
-      return fieldsFinal(request, reply, payload, done, params)
-    }
-    if (!plan.head && isNodeStream(payload)) {
-      streamedContent(request, reply, payload, state).then((p) => {
-        state.reportOmitted(request, reply)
-        fieldsFinal(request, reply, p, done, params)
-      }, done)
-      return
-    }
-    const out = bufferedContent(reply, payload, state)
-    state.reportOmitted(request, reply)
-    fieldsFinal(request, reply, out, done, params)
+    const out = response.content(request, reply, payload)
+    if (out instanceof Promise) out.then((p) => fieldsFinal(request, reply, p, done, params), done)
+    else fieldsFinal(request, reply, out, done, params)
   }
 
   /** On to compress and the content stage, or the content stage now when nothing stands between them. */
@@ -200,7 +185,7 @@ export function installResponseDigests (
     sidecars: params.fileSidecars,
     wrongSidecar (path) { fastify.log.warn({ path }, SIDECAR_WRONG) }
   })
-  const context: ResponseContext = { files, warned: new Set() }
+  const context: RouteResponse['context'] = { files, warned: new Set() }
   // SRI keys are plugin-level: every response may depend on Accept-Signature.
   const signing = params.integrityKeys.size > 0
 

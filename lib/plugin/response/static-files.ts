@@ -4,20 +4,20 @@ import { ReadStream, fstatSync, type Stats } from 'node:fs'
 import { stat as statPath } from 'node:fs/promises'
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
-import { pipeline, type Readable } from 'node:stream'
+import { pipeline } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
-import type { DigestParams } from '../../core/option-checks'
-import { CheckedStream, type DigestResults } from '../../core/digest-stream'
+import {
+  CheckedStream, collectUpTo, type Collected, type DigestResults, type DigestTransform
+} from '../../core/digest-stream'
 import { FST_DIGEST_FILE_CHANGED, FST_DIGEST_SIDECAR_WRONG } from '../../core/errors'
 import {
-  hashFile, sameFile, sidecarPath, type ByteRange, type FileResponse, type StaticFile
+  hashFile, sameFile, sidecarPath, type ByteRange, type FileDigestCache, type FileResponse, type StaticFile
 } from '../../core/file-cache'
-import { NONE, union, type ResponsePlan } from '../../core/response-plan'
-import { NOT_THE_406S, decidePrecondition, emitFields, reprOf, writeFields } from './emit'
+import { NONE, union, type FieldPlan } from '../../core/response-plan'
+import { NOT_THE_406S, writeFields } from './emit'
 import { blankProblem, PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { digestFieldOf } from '../../core/fields'
-import type { Payload, ResponseState } from './response-state'
 
 /** Reply decorator (and raw response property): the file and stat recorded by staticHeaders. */
 export const kStaticFile = Symbol('fastify-digest-fields.staticFile')
@@ -77,134 +77,129 @@ export async function identityFile (file: StaticFile, encoding: unknown): Promis
   return stat === null ? null : { path, stat }
 }
 
-/** A file's representation digests (cache): of its identity file and, strict, of the file as sent. */
-export async function fileDigests (state: ResponseState, file: FileResponse): Promise<void> {
-  if (file.stale) return
-  const { fileIdentity, coded } = state.plan.mode
-  const identity = fileIdentity.length === 0 ? file : await identityFile(file, state.reprEncoding)
-  if (identity !== file && identity !== null) state.identityUncoded = true
-  state.fileCoded = await state.context.files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
-  if (identity === file) state.repr = state.fileCoded
-  else if (identity !== null) state.repr = await state.context.files.digests(identity, fileIdentity)
-  // Being hashed in the background: left out for now.
-  const unknown = state.fileCoded === null || (identity !== null && state.repr === null)
-  if (state.params.fileHashing === 'background' && unknown) state.omitted = 'file-not-hashed'
-}
-
 /**
- * A GET's file stream, checked at its end against the digests taken before sending; a mismatch cuts the response off.
+ * A file as one response sends it: its whole-file digests, taken before sending (file-cache.ts), and a GET's stream
+ * checked against the digests it goes out with.
  */
-export function checkedFileStream (
-  reply: FastifyReply, state: ResponseState, file: FileResponse, stream: NodeJS.ReadableStream
-): CheckedStream {
-  const { plan, params } = state
-  const { range } = file
-  let algorithms = NONE
-  if (range === null && !file.stale) algorithms = union(plan.contentHashed, [...(state.fileCoded?.keys() ?? NONE)])
-  else if (range !== null && !file.stale && partReadFromFile(plan, params, range)) algorithms = plan.content
-  const { files } = state.context
-  const check = new CheckedStream(algorithms, (algorithm) => {
-    // The whole file's digests a GET went out with, not matching the bytes read: a sidecar's, or the file changed.
-    const err = range === null && files.refute(file)
-      ? new FST_DIGEST_SIDECAR_WRONG(sidecarPath(file.path, algorithm), file.path, algorithm)
-      : new FST_DIGEST_FILE_CHANGED(file.path, algorithm)
-    if (range !== null) files.drop(file.path)
-    // Read into memory, nothing sent: released without an error, the content stage answers (fileFailed).
-    if (state.collecting) {
-      state.fileFailure = err
+export class FileSending {
+  /** Digests of the whole file as sent, coding included (strict HEAD and 206; what a GET's stream must match). */
+  coded: DigestResults | null = null
+  /** The identity representation's digests: the file's, or a pre-compressed file's original's. */
+  identity: DigestResults | null = null
+  /** `identity` is a pre-compressed file's original's: an uncoded representation. */
+  original = false
+  /** A GET's stream as passed on, checked at its end. */
+  stream: CheckedStream | null = null
+  /** The content is being read into memory before anything is sent (fields in the header section). */
+  #collecting = false
+  /** The check failed while the content was read into memory: answered with a 500 instead (failed()). */
+  #failure: Error | null = null
+
+  /** `fields`, `maxBufferSize`: the response's plan and limit. */
+  constructor (
+    readonly file: FileResponse, readonly files: FileDigestCache, readonly fields: FieldPlan,
+    readonly maxBufferSize: number
+  ) {}
+
+  /** Its representation digests (cached): of the identity file, strict of the file as sent; whether one is unknown. */
+  async hash (encoding: unknown): Promise<boolean> {
+    const { file, files } = this
+    if (file.stale) return false
+    const { fileIdentity, coded } = this.fields.mode
+    const identity = fileIdentity.length === 0 ? file : await identityFile(file, encoding)
+    this.original = identity !== file && identity !== null
+    this.coded = await files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
+    if (identity === file) this.identity = this.coded
+    else if (identity !== null) this.identity = await files.digests(identity, fileIdentity)
+    return this.coded === null || (identity !== null && this.identity === null)
+  }
+
+  /** Whether a 206's Content-Digest is read from the file first: neither a trailer nor a buffer can carry it. */
+  readsPart (): boolean {
+    const { file: { range }, fields } = this
+    const large = range !== null && range.end - range.start >= this.maxBufferSize
+    return large && fields.content.length > 0 && !fields.trailers
+  }
+
+  /**
+   * A GET's file stream, checked at its end against the digests it is sent with (`hashed`: the content's); a mismatch
+   * cuts the response off.
+   */
+  checked (reply: FastifyReply, stream: NodeJS.ReadableStream, hashed: readonly DigestAlgorithm[]): CheckedStream {
+    const { file, files } = this
+    const range = file.range
+    let algorithms = NONE
+    if (range === null && !file.stale) algorithms = union(hashed, [...(this.coded?.keys() ?? NONE)])
+    else if (!file.stale && this.readsPart()) algorithms = this.fields.content
+    const check = new CheckedStream(algorithms, (algorithm) => {
+      // The whole file's digests a GET went out with, not matching the bytes read: a sidecar's, or the file changed.
+      const err = range === null && files.refute(file)
+        ? new FST_DIGEST_SIDECAR_WRONG(sidecarPath(file.path, algorithm), file.path, algorithm)
+        : new FST_DIGEST_FILE_CHANGED(file.path, algorithm)
+      if (range !== null) files.drop(file.path)
+      // Read into memory, nothing sent: released without an error, the content stage answers (failed()).
+      if (this.#collecting) {
+        this.#failure = err
+        return null
+      }
+      // Sending: logged once here; the status line and headers go out first (a coder such as @fastify/compress may
+      // still hold every byte), so the client sees a response cut off, never none. The check is released without an
+      // error, which its readers (fastify, compress) would log again; the response is destroyed with it, which HTTP/2
+      // turns into a reset with INTERNAL_ERROR (NO_ERROR would end it cleanly).
+      reply.log.error({ err }, err.message)
+      if (!reply.raw.headersSent) reply.raw.flushHeaders()
+      reply.raw.destroy(err)
       return null
+    })
+    if (range === null && this.coded !== null) {
+      for (const [a, v] of this.coded) check.expected.set(a, v)
+      check.once('close', files.sending(file))
     }
-    // Sending: logged once here; the status line and headers go out first (a coder such as @fastify/compress may
-    // still hold every byte), so the client sees a response cut off, never none. The check is released without an
-    // error, which its readers (fastify, compress) would log again; the response is destroyed with it, which HTTP/2
-    // turns into a reset with INTERNAL_ERROR (NO_ERROR would end it cleanly).
-    reply.log.error({ err }, err.message)
-    if (!reply.raw.headersSent) reply.raw.flushHeaders()
-    reply.raw.destroy(err)
-    return null
-  })
-  if (range === null && state.fileCoded !== null) {
-    for (const [a, v] of state.fileCoded) check.expected.set(a, v)
-    check.once('close', files.sending(file))
+    // The file feeds the check: a read error fails the check; the check's failure (or a client gone) releases the file
+    // without an error, which @fastify/static would answer a second time (it handles its stream's errors itself).
+    pipeline(stream, check, () => {})
+    this.stream = check
+    return check
   }
-  // The file feeds the check: a read error fails the check; the check's failure (or a client gone) releases the file
-  // without an error, which @fastify/static would answer a second time (it handles its stream's errors itself).
-  pipeline(stream, check, () => {})
-  state.fileStream = check
-  return check
-}
 
-// A file whose check failed while its content was read into memory (state.collecting): nothing was sent, so the
-// answer is a 500 problem with digests of its own body (RFC 9530 B.10), the failure logged once here. Its detail
-// names no path: the log does.
-export function fileFailed (request: FastifyRequest, reply: FastifyReply, state: ResponseState): Buffer {
-  const err = state.fileFailure as Error & { code: string }
-  request.log.error({ err }, err.message)
-  reply.code(500)
-  for (const name of NOT_THE_406S) reply.removeHeader(name)
-  const detail = 'The file did not match the digests it was to be sent with'
-  const body = Buffer.from(JSON.stringify(blankProblem(500, err.code, detail)))
-  reply.header('content-type', PROBLEM_CONTENT_TYPE).header('content-length', body.byteLength)
-  const { content, repr, mode } = state.plan
-  writeFields(reply, digestFieldOf(content, body, mode.strict), digestFieldOf(repr, body, mode.strict), null)
-  return body
-}
-
-/** Whether a 206's Content-Digest is read from the file first: neither a trailer nor a buffer can carry it. */
-function partReadFromFile (plan: ResponsePlan, params: DigestParams, range: ByteRange): boolean {
-  return plan.content.length > 0 && !plan.trailers && range.end - range.start >= params.maxBufferSize
-}
-
-/** The whole file's digests as sent, for the content algorithms: known at the representation stage, or cached. */
-async function wholeFileContent (state: ResponseState, file: FileResponse): Promise<DigestResults | null> {
-  const known = state.fileCoded
-  const algorithms = state.plan.contentHashed
-  if (known !== null && algorithms.every((a) => known.has(a))) return known
-  return await state.context.files.digests(file, algorithms)
-}
-
-/** A 206's Content-Digest read from the file's range first; null (logged) when the file changed meanwhile. */
-async function partContent (
-  request: FastifyRequest, file: FileResponse, algorithms: readonly DigestAlgorithm[]
-): Promise<DigestResults | null> {
-  const content = await hashFile(file, algorithms, file.range)
-  const changed = 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted'
-  if (content === null) request.log.debug({ path: file.path }, changed)
-  return content
-}
-
-/**
- * Content stage of a GET for a file, or null to hash its stream as any (coded by compress, a part in a trailer or
- * buffer).
- */
-export async function fileContent (
-  request: FastifyRequest, reply: FastifyReply, payload: NodeJS.ReadableStream, state: ResponseState
-): Promise<Payload | null> {
-  const { plan, params } = state
-  const file = state.file as FileResponse
-  const stream = state.fileStream as CheckedStream
-  // The 406 rule decided before anything is sent: the content digest can still go as a trailer.
-  const refused = plan.reprFrom === 'content'
-    ? null
-    : decidePrecondition(reply, state, reprOf(reply, state, null, state.repr))
-  if (refused !== null) {
-    stream.destroy()
-    ;(payload as Readable).destroy()
-    return refused
+  /** collectUpTo() of the content read from the file; null when its check failed meanwhile (then failed()). */
+  async collect (hasher: DigestTransform): Promise<Collected | null> {
+    this.#collecting = true
+    const collected = await collectUpTo(hasher, this.maxBufferSize).catch((err: unknown) => {
+      if (this.#failure === null) throw err
+      return null
+    }).finally(() => { this.#collecting = false })
+    return this.#failure === null ? collected : null
   }
-  if (payload !== stream || (file.range === null && file.stale)) return null
-  let content: DigestResults | null = null
-  if (file.range === null) {
-    content = await wholeFileContent(state, file)
-    if (content === null) return null
-  } else if (plan.content.length > 0) {
-    if (!partReadFromFile(plan, params, file.range)) return null
-    content = await partContent(request, file, plan.content)
+
+  // The answer when the check failed while the content was read into memory: nothing was sent, so a 500 problem with
+  // digests of its own body (RFC 9530 B.10), the failure logged once here. Its detail names no path: the log does.
+  failed (request: FastifyRequest, reply: FastifyReply): Buffer {
+    const err = this.#failure as Error & { code: string }
+    request.log.error({ err }, err.message)
+    reply.code(500)
+    for (const name of NOT_THE_406S) reply.removeHeader(name)
+    const detail = 'The file did not match the digests it was to be sent with'
+    const body = Buffer.from(JSON.stringify(blankProblem(500, err.code, detail)))
+    reply.header('content-type', PROBLEM_CONTENT_TYPE).header('content-length', body.byteLength)
+    const { content, repr, mode } = this.fields
+    writeFields(reply, digestFieldOf(content, body, mode.strict), digestFieldOf(repr, body, mode.strict), null)
+    return body
   }
-  // What the stream must match at its end: the digests it is sent with; the file released when the answer is a 406
-  // instead.
-  if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
-  const out = emitFields(reply, stream, state, content, state.repr)
-  if (out !== stream) stream.destroy()
-  return out
+
+  /** The whole file's digests as sent, for `algorithms`: known at the representation stage, or cached. */
+  async wholeContent (algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
+    const known = this.coded
+    if (known !== null && algorithms.every((a) => known.has(a))) return known
+    return await this.files.digests(this.file, algorithms)
+  }
+
+  /** A 206's Content-Digest read from the file's range first; null (logged) when the file changed meanwhile. */
+  async partContent (request: FastifyRequest, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
+    const file = this.file
+    const content = await hashFile(file, algorithms, file.range)
+    const changed = 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted'
+    if (content === null) request.log.debug({ path: file.path }, changed)
+    return content
+  }
 }
