@@ -127,7 +127,7 @@ function assertErrorAnswer (t: TapTest, seen: Seen, m: string): void {
   t.equal(seen.status, 500, m)
   const body = seen.headers['content-encoding'] === 'gzip' ? gunzipSync(seen.body) : seen.body
   t.match(JSON.parse(body.toString()), { code: 'FST_DIGEST_FIELD_HOOK_FAILED' }, m)
-  if (seen.headers['content-length'] !== undefined) t.equal(Number(seen.headers['content-length']), seen.body.length, `${m}: its own length`)
+  t.equal(seen.headers['content-length'], String(seen.body.length), `${m}: a Content-Length, its own length`)
   t.not(body.toString(), BODY, `${m}: never the content`)
 }
 
