@@ -150,3 +150,18 @@ export function recordPushes (raw: Readable): Pushes {
   }
   return { pushed, first, ended }
 }
+
+/**
+ * recordPushes on each request `app` gets, from the server's 'request' event (before any body byte is pushed, before
+ * any hook runs): the record of a request's raw stream, by that stream.
+ */
+export function arrivals (app: FastifyInstance): (raw: Readable) => Pushes {
+  const records = new WeakMap<Readable, Pushes>()
+  // Ahead of fastify's listener, which runs the first hooks at once.
+  app.server.prependListener('request', (raw: Readable) => { records.set(raw, recordPushes(raw)) })
+  return (raw) => {
+    const record = records.get(raw)
+    if (record === undefined) throw new Error('a request the server did not announce')
+    return record
+  }
+}
