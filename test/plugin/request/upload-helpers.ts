@@ -49,6 +49,7 @@ export function h1Upload (port: number, { method = 'POST', path, headers = {}, b
         if (req.destroyed) return
         await write(req, chunk)
         sent++
+        // The client's pace between chunks is the condition set up: time, not an event.
         if (delay > 0) await sleep(delay)
         if (cancelAfter !== undefined && sent >= cancelAfter) {
           req.destroy()
