@@ -155,7 +155,8 @@ test('a kept body no parser reads (415) keeps fastify\'s answer, whatever its di
   const { send } = await serve(t, 'h1', {}, (app) => {
     const pushes = arrivals(app)
     // The body arrives, unread, while the route's own onRequest hook waits for its end.
-    app.post('/late-json', { onRequest: async (request) => { await pushes(request.raw).ended } }, async () => ({ ran: true }))
+    const ended = async (request: { raw: Readable }): Promise<void> => { await pushes(request.raw).ended }
+    app.post('/late-json', { onRequest: ended }, async () => ({ ran: true }))
   })
   const headers = { 'content-type': 'application/x-unknown', 'content-length': '3', 'content-digest': sf('other') }
   const res = await send({ path: '/late-json', headers, body: ['abc'] })
