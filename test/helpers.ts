@@ -1,7 +1,7 @@
 // Shared test helpers: a fresh Fastify per test, expected field values
 // recomputed from the bytes the client actually received.
 import { createHash } from 'node:crypto'
-import { connect } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import type { Readable } from 'node:stream'
 import * as zlib from 'node:zlib'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
@@ -26,16 +26,43 @@ export async function buildApp (
   return app
 }
 
+/** Listen on 127.0.0.1 at a free port (HTTP/2 when `app` was built with `http2: true`); the port. */
+export async function listen (app: FastifyInstance): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return (app.server.address() as AddressInfo).port
+}
+
+/**
+ * A fresh Fastify as buildApp makes it, `after` adding what follows the plugin (routes, plugins), listening on
+ * loopback (`listen`) and closed at teardown.
+ */
+export async function serve (
+  t: Closeable,
+  opts: FastifyDigestFieldsOptions = {},
+  serverOpts: FastifyServerOptions = {},
+  before?: (app: FastifyInstance) => Promise<void>,
+  after?: (app: FastifyInstance) => Promise<void> | void
+): Promise<{ app: FastifyInstance, port: number }> {
+  const app = await buildApp(t, opts, serverOpts, before)
+  await after?.(app)
+  return { app, port: await listen(app) }
+}
+
 const nodeNames: Record<string, string> = { 'sha-256': 'sha256', 'sha-512': 'sha512', md5: 'md5', sha: 'sha1' }
 
 /** Waits `ms` milliseconds: for a delay a test sets up (a slow client), not to sequence assertions. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** The digest octets of `bytes`, base64, computed independently with node:crypto. */
+export function b64 (bytes: Buffer | string, alg = 'sha-256'): string {
+  const name = nodeNames[alg]
+  if (name === undefined) throw new Error(`no independent implementation of ${alg}`)
+  return createHash(name).update(bytes).digest('base64')
+}
+
 /** `alg=:base64:` computed independently with node:crypto. */
 export function sf (bytes: Buffer | string, alg = 'sha-256'): string {
-  const name = nodeNames[alg]
-  if (name === undefined) throw new Error(`sf() knows no ${alg}`)
-  return `${alg}=:${createHash(name).update(bytes).digest('base64')}:`
+  return `${alg}=:${b64(bytes, alg)}:`
 }
 
 type SyncCoder = (data: Buffer) => Buffer
@@ -88,8 +115,7 @@ export function crc32cField (bytes: Buffer | string): string {
 
 /** Listen on loopback, write one raw HTTP request, read until the server closes. */
 export async function rawExchange (app: FastifyInstance, request: string): Promise<string> {
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const port = (app.server.address() as { port: number }).port
+  const port = await listen(app)
   return await new Promise<string>((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => { socket.write(request) })
     const parts: Buffer[] = []
@@ -123,4 +149,19 @@ export function recordPushes (raw: Readable): Pushes {
     return more
   }
   return { pushed, first, ended }
+}
+
+/**
+ * recordPushes on each request `app` gets, from the server's 'request' event (before any body byte is pushed, before
+ * any hook runs): the record of a request's raw stream, by that stream.
+ */
+export function arrivals (app: FastifyInstance): (raw: Readable) => Pushes {
+  const records = new WeakMap<Readable, Pushes>()
+  // Ahead of fastify's listener, which runs the first hooks at once.
+  app.server.prependListener('request', (raw: Readable) => { records.set(raw, recordPushes(raw)) })
+  return (raw) => {
+    const record = records.get(raw)
+    if (record === undefined) throw new Error('a request the server did not announce')
+    return record
+  }
 }

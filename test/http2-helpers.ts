@@ -85,6 +85,7 @@ export function h2Upload (session: ClientHttp2Session, { method = 'POST', path, 
       if (stream.closed || stream.destroyed) return
       await write(stream, chunk)
       sent++
+      // The client's pace between chunks is the condition set up: time, not an event.
       if (delay > 0) await sleep(delay)
       if (cancelAfter !== undefined && sent >= cancelAfter) {
         stream.close(constants.NGHTTP2_CANCEL)

@@ -10,7 +10,7 @@
 // * the server keeps serving, and nothing leaks: connections, source streams,
 //   file descriptors, handles, heap (after a thousand aborted requests).
 import { test } from 'tap'
-import { connect, type AddressInfo, type Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { request as httpRequest } from 'node:http'
 import { once } from 'node:events'
 import { renameSync, truncateSync, unlinkSync, writeFileSync, type Stats } from 'node:fs'
@@ -19,13 +19,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import compress from '@fastify/compress'
 import fastifyStatic from '@fastify/static'
 import digestFields = require('../../lib/index')
-import { pattern } from '../helpers'
+import { buildApp, listen, pattern, sf } from '../helpers'
 import {
-  activeResources, b64, checkDigests, connections, fetchRaw, heapAfterGc, openFiles, sleep, type Received
+  activeResources, checkDigests, connections, fetchRaw, heapAfterGc, openFiles, sleep, type Received
 } from './hardening-helpers'
 
 const { staticHeaders } = digestFields
@@ -54,10 +54,10 @@ async function serve (t: Closeable, withCompress: boolean): Promise<Served> {
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   writeFileSync(join(dir, 'big.bin'), BIG)
   writeFileSync(join(dir, 'text.txt'), TEXT)
-  const app = Fastify()
-  t.teardown(() => app.close())
-  if (withCompress) await app.register(compress, { threshold: 1 })
-  await app.register(digestFields, { contentDigest: true, reprDigest: true, maxBufferSize: 64 * 1024 })
+  const digest = { contentDigest: true, reprDigest: true, maxBufferSize: 64 * 1024 }
+  const app = await buildApp(t, digest, {}, async (app) => {
+    if (withCompress) await app.register(compress, { threshold: 1 })
+  })
   const onStatic: Served['onStatic'] = { hook: null }
   await app.register(fastifyStatic, {
     root: dir,
@@ -114,11 +114,10 @@ async function serve (t: Closeable, withCompress: boolean): Promise<Served> {
     })
     return reply.type('application/octet-stream').send(source)
   })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  return { app, port: (app.server.address() as AddressInfo).port, dir, handled, sources, onStatic, arrived }
+  return { app, port: await listen(app), dir, handled, sources, onStatic, arrived }
 }
 
-/** Wait until `check` holds (polling), or give up after `ms`. */
+/** Wait until `check` holds (polled: no event tells files, handles or sockets are released), or give up after `ms`. */
 async function eventually (check: () => boolean | Promise<boolean>, ms = 2000): Promise<boolean> {
   const until = Date.now() + ms
   while (Date.now() < until) {
@@ -128,12 +127,10 @@ async function eventually (check: () => boolean | Promise<boolean>, ms = 2000): 
   return await check()
 }
 
-const sha256 = (bytes: Buffer): string => `sha-256=:${b64(bytes, 'sha-256')}:`
-
 /** A correct upload still goes through, verified: [status, verified]. */
 async function stillServing (port: number): Promise<[number, boolean]> {
   const body = Buffer.from('still serving')
-  const res = await fetchRaw(port, { method: 'POST', path: '/upload', headers: { 'content-type': 'application/octet-stream', 'content-digest': sha256(body), 'x-id': 'check' }, body })
+  const res = await fetchRaw(port, { method: 'POST', path: '/upload', headers: { 'content-type': 'application/octet-stream', 'content-digest': sf(body), 'x-id': 'check' }, body })
   return [res.status, JSON.parse(res.body.toString()).verification.verified]
 }
 
@@ -152,6 +149,7 @@ async function faultyUpload (port: number, path: string, headers: Record<string,
   socket.write(`POST ${path} HTTP/1.1\r\n${lines}\r\n`)
   socket.write(body.subarray(0, body.length >> 1))
   if (arrived !== undefined) await eventually(() => arrived.has(headers['x-id'] as string), 1000)
+  // A moment for the server to take in part of the body: the bulk uploads give no id to wait on.
   await sleep(5)
   if (fault === 'destroy') socket.destroy()
   else if (fault === 'reset') socket.resetAndDestroy()
@@ -173,8 +171,8 @@ test('uploads cut short (destroyed, reset, half-closed): the handler never sees 
             const id = `u${n++}`
             ids.push(id)
             const headers: Record<string, string> = coding === 'gzip'
-              ? { 'content-encoding': 'gzip', 'repr-digest': sha256(identity), 'content-digest': sha256(coded) }
-              : { 'content-digest': sha256(identity) }
+              ? { 'content-encoding': 'gzip', 'repr-digest': sf(identity), 'content-digest': sf(coded) }
+              : { 'content-digest': sf(identity) }
             headers['content-type'] = path === '/upload' ? 'application/octet-stream' : 'application/x-stream'
             headers['x-id'] = id
             await faultyUpload(port, path, headers, coding === 'gzip' ? coded : identity, fault, arrived)
@@ -209,7 +207,7 @@ test('content that does not decode, or a coding nothing decodes: 4xx, and the ha
         const res = await fetchRaw(port, {
           method: 'POST',
           path,
-          headers: { 'content-type': path === '/upload' ? 'application/octet-stream' : 'application/x-stream', 'content-encoding': coding, 'repr-digest': sha256(identity), 'x-id': id },
+          headers: { 'content-type': path === '/upload' ? 'application/octet-stream' : 'application/x-stream', 'content-encoding': coding, 'repr-digest': sf(identity), 'x-id': id },
           body
         })
         const where = `compress: ${withCompress} ${path} ${label}`
@@ -411,7 +409,7 @@ test('static files deleted, replaced, rewritten or unreadable while served: neve
     if (received.equals(BIG)) {
       t.same(wrong, [], `${where}: read whole before the truncation, and so described`)
     } else {
-      t.equal(res.headers['repr-digest'], sha256(BIG), `${where}: Repr-Digest of the file as it was described`)
+      t.equal(res.headers['repr-digest'], sf(BIG), `${where}: Repr-Digest of the file as it was described`)
       t.ok(wrong.includes('repr-digest sha-256'), `${where}: so the client sees the copy is torn`)
     }
   }
@@ -422,7 +420,7 @@ test('static files deleted, replaced, rewritten or unreadable while served: neve
 test('a thousand aborted requests: connections, handles and heap back where they were', async (t) => {
   const { app, port, sources } = await serve(t, true)
   const identity = pattern(128 * 1024)
-  const uploadHeaders = { 'content-type': 'application/x-stream', 'content-digest': sha256(identity), 'x-id': 'bulk' }
+  const uploadHeaders = { 'content-type': 'application/x-stream', 'content-digest': sf(identity), 'x-id': 'bulk' }
   const round = async (count: number): Promise<void> => {
     const jobs: Array<() => Promise<void>> = []
     for (let i = 0; i < count; i++) {

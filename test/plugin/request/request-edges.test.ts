@@ -6,7 +6,8 @@ import { PassThrough, Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import compress from '@fastify/compress'
 import { buildVerifyApp, drain, sf } from './request-helpers'
-import { assertProblem, json, serve, sleep } from './upload-helpers'
+import { assertProblem, json, serve } from './upload-helpers'
+import { arrivals } from '../../helpers'
 import { h2Session } from '../../http2-helpers'
 import { constants } from 'node:http2'
 import { once } from 'node:events'
@@ -18,7 +19,12 @@ test('a body that arrived with the headers while an async onRequest hook ran is 
   // packet as the headers before an asynchronous hook lets the verifier's
   // route-level onRequest hook run: it is already in request.raw's buffer.
   const { send } = await serve(t, 'h1', {}, (app) => {
-    app.addHook('onRequest', async () => { await sleep(20) })
+    const pushes = arrivals(app)
+    // Until the body arrived (a chunked one: its first chunk, the rest comes later).
+    app.addHook('onRequest', async (request) => {
+      const { first, ended } = pushes(request.raw)
+      await (request.headers['transfer-encoding'] === 'chunked' ? first : ended)
+    })
   })
   const body = '{"hello": "world"}'
   const ok = await send({ path: '/json', headers: { 'content-type': 'application/json', 'content-length': String(body.length), 'content-digest': sf(body) }, body: [body] })

@@ -9,7 +9,7 @@ import { test } from 'tap'
 import { pipeline } from 'node:stream/promises'
 import type { FastifyInstance } from 'fastify'
 import { sf } from './request-helpers'
-import { assertProblem, failOnCrash, pieces, serve, serverErrors, sink, sleep, TRANSPORTS } from './upload-helpers'
+import { assertProblem, failOnCrash, firstEnded, pieces, serve, serverErrors, sink, TRANSPORTS } from './upload-helpers'
 
 const BODY = Buffer.alloc(64 * 1024, 'a')
 
@@ -62,7 +62,7 @@ test('h1: a bare error thrown for an upload the client cut off takes 400, and is
   const reads: string[] = []
   let readFailed = (): void => {}
   const failedRead = new Promise<void>((resolve) => { readFailed = resolve })
-  const served = await serve(t, 'h1', {}, routes(reads, readFailed))
+  const served = await serve(t, 'h1', {}, routes(reads, readFailed), 'info')
   const res = await served.send({
     path: '/bare',
     headers: { 'content-type': 'application/x-raw', 'content-length': String(BODY.length * 2), 'content-digest': sf(BODY) },
@@ -73,6 +73,7 @@ test('h1: a bare error thrown for an upload the client cut off takes 400, and is
   t.equal(res.status, 0, 'no response on a destroyed socket')
   await failedRead
   t.equal(reads.length, 1, `the handler's read rejected (${reads.join()})`)
-  await sleep(50)
+  const ended = await firstEnded(served)
+  t.equal((ended.res as { statusCode: number }).statusCode, 400, `the error handler's answer (${String(ended.msg)})`)
   t.same(serverErrors(served.logs), [], 'no server error logged')
 })

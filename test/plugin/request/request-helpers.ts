@@ -1,12 +1,11 @@
 // Helpers for the request verification tests: an app with the plugin and
 // routes that report what the handler saw, and digest values computed
 // independently with node:crypto.
-import { createHash } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../../../types/index'
-import digestFields = require('../../../lib/index')
+import { buildApp } from '../../helpers'
 
 export const HELLO = '{"hello": "world"}\n'
 export const NEW_TITLE = '{"title": "New Title"}\n'
@@ -14,14 +13,7 @@ export const NEW_TITLE = '{"title": "New Title"}\n'
 export const HELLO_SHA256 = 'sha-256=:RK/0qy18MlBSVnWgjwz6lZEWjP/lF5HF9bvEF8FabDg=:'
 export const PROBLEM = 'https://iana.org/assignments/http-problem-types#'
 
-const nodeNames: Record<string, string> = { 'sha-256': 'sha256', 'sha-512': 'sha512', md5: 'md5', sha: 'sha1' }
-
-/** The raw digest octets, base64. */
-export function b64 (bytes: Buffer | string, alg = 'sha-256'): string {
-  return createHash(nodeNames[alg] as string).update(bytes).digest('base64')
-}
-
-export { sf } from '../../helpers'
+export { b64, sf } from '../../helpers'
 
 /** Read a stream to its end (rejects with its error). */
 export async function drain (stream: unknown): Promise<void> {
@@ -48,11 +40,14 @@ export async function buildVerifyApp (
   before?: (app: FastifyInstance) => Promise<void>,
   after?: (app: FastifyInstance) => Promise<void>
 ): Promise<FastifyInstance> {
-  const app = Fastify(serverOpts)
-  t.teardown(() => app.close())
-  if (before !== undefined) await before(app)
-  await app.register(digestFields, opts)
+  const app = await buildApp(t, opts, serverOpts, before)
   if (after !== undefined) await after(app)
+  verifyRoutes(app)
+  return app
+}
+
+/** The parsers and routes of buildVerifyApp. */
+export function verifyRoutes (app: FastifyInstance): void {
   app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, (_req, body, done) => done(null, body))
   app.addContentTypeParser('application/x-stream', (_req, payload, done) => done(null, payload))
   app.addContentTypeParser('application/x-raw', (_req, _payload, done) => done(null))
@@ -77,5 +72,4 @@ export async function buildVerifyApp (
     for await (const chunk of request.raw) bytes += (chunk as Buffer).length
     return { bytes, verification: request.digestVerification }
   })
-  return app
 }

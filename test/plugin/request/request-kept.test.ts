@@ -8,7 +8,8 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:
 import Fastify, { type FastifyInstance } from 'fastify'
 import digestFields = require('../../../lib/index')
 import { sf } from './request-helpers'
-import { assertProblem, failOnCrash, json, pieces, serve, sleep, TRANSPORTS, type TapTest } from './upload-helpers'
+import { assertProblem, failOnCrash, json, pieces, serve, TRANSPORTS, type TapTest } from './upload-helpers'
+import { arrivals, sleep } from '../../helpers'
 
 const MATCHED = { verified: true, fields: [{ field: 'Content-Digest', ok: true, results: [{ algorithm: 'sha-256', outcome: 'matched' }] }] }
 const BODY = Buffer.from(JSON.stringify({ note: 'x'.repeat(2000) }))
@@ -17,8 +18,14 @@ for (const transport of TRANSPORTS) {
   test(`${transport}: a small body in pieces, parsed or read from request.raw once part of it arrived`, async (t) => {
     failOnCrash(t)
     const { send } = await serve(t, transport, {}, (app) => {
-      // The route's own onRequest hook runs after the verifier's: the first pieces arrive meanwhile.
-      app.post('/late-raw', { onRequest: async () => { await sleep(120) } }, async (request) => {
+      const pushes = arrivals(app)
+      // The route's own onRequest hook runs after the verifier's: it waits until the first pieces arrived. Over
+      // HTTP/2 nothing reaches request.raw before it is read (the stream is paused till then), and no event tells the
+      // pieces reached the session: time for them to arrive.
+      const arrived = async (raw: Readable): Promise<void> => {
+        await (transport === 'h1' ? pushes(raw).first : sleep(120))
+      }
+      app.post('/late-raw', { onRequest: async (request) => { await arrived(request.raw) } }, async (request) => {
         let bytes = 0
         for await (const chunk of request.raw) bytes += (chunk as Buffer).length
         return { bytes, verification: request.digestVerification }
@@ -78,10 +85,11 @@ test('more bytes than the Content-Length, read by a parser of its own: not all k
 test('behind a stream that never reads request.raw: judged on what it read of it, none of what arrived', async (t) => {
   failOnCrash(t)
   const { send } = await serve(t, 'h1', {}, (app) => {
+    const pushes = arrivals(app)
     // Registered after the plugin; it waits until the body has arrived, unread.
     app.addHook('preParsing', async (request, _reply, payload) => {
       if (request.url !== '/json') return payload
-      await sleep(100)
+      await pushes(request.raw).ended
       return Readable.from([Buffer.from('abc')])
     })
   })
@@ -145,8 +153,10 @@ test('a kept body that fails its digest and does not parse: the digest failure i
 test('a kept body no parser reads (415) keeps fastify\'s answer, whatever its digest', async (t) => {
   failOnCrash(t)
   const { send } = await serve(t, 'h1', {}, (app) => {
-    // The body arrives, unread, while the route's own onRequest hook waits.
-    app.post('/late-json', { onRequest: async () => { await sleep(100) } }, async () => ({ ran: true }))
+    const pushes = arrivals(app)
+    // The body arrives, unread, while the route's own onRequest hook waits for its end.
+    const ended = async (request: { raw: Readable }): Promise<void> => { await pushes(request.raw).ended }
+    app.post('/late-json', { onRequest: ended }, async () => ({ ran: true }))
   })
   const headers = { 'content-type': 'application/x-unknown', 'content-length': '3', 'content-digest': sf('other') }
   const res = await send({ path: '/late-json', headers, body: ['abc'] })

@@ -3,13 +3,14 @@
 // Content-Length, keep-alive connections after a refusal.
 import { test } from 'tap'
 import { request as httpRequest, Agent, type OutgoingHttpHeaders } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { once } from 'node:events'
 import compress from '@fastify/compress'
 import type { FastifyInstance } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../../../types/index'
-import { buildVerifyApp, b64, sf, HELLO } from './request-helpers'
+import { verifyRoutes, b64, sf, HELLO } from './request-helpers'
+import { serve as listening } from '../../helpers'
 
 interface Reply { status: number, headers: Record<string, unknown>, body: string, reused: boolean }
 interface Upload {
@@ -21,18 +22,18 @@ interface Upload {
   agent?: Agent
 }
 
+/** buildVerifyApp's routes, with @fastify/compress and `setup` after the plugin, listening on loopback. */
 async function serve (
-  t: Parameters<typeof buildVerifyApp>[0],
+  t: Parameters<typeof listening>[0],
   opts: FastifyDigestFieldsOptions = {},
   withCompress = false,
   setup?: (app: FastifyInstance) => void
 ): Promise<{ app: FastifyInstance, port: number }> {
-  const app = await buildVerifyApp(t, opts, {}, undefined, async (app) => {
+  return await listening(t, opts, {}, undefined, async (app) => {
     if (withCompress) await app.register(compress)
     setup?.(app)
+    verifyRoutes(app)
   })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  return { app, port: (app.server.address() as AddressInfo).port }
 }
 
 function upload (port: number, { method = 'POST', path, headers = {}, chunks = [], trailers, agent }: Upload): Promise<Reply> {
@@ -215,7 +216,7 @@ test('bodies shorter or longer than Content-Length', async (t) => {
 })
 
 test('keep-alive: a refusal before reading, and a handler that stops reading, leave the server usable', async (t) => {
-  const app = await buildVerifyApp(t, {}, {}, undefined, async (app) => {
+  const { port } = await serve(t, {}, false, (app) => {
     app.addContentTypeParser('application/x-partial', (_req, payload, done) => done(null, payload))
     app.post('/partial', async (request) => {
       // Read one chunk, then stop reading and answer: the verifier reads
@@ -226,8 +227,6 @@ test('keep-alive: a refusal before reading, and a handler that stops reading, le
       return { verification: request.digestVerification }
     })
   })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const port = (app.server.address() as AddressInfo).port
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   t.teardown(() => agent.destroy())
   const big = Buffer.alloc(256 * 1024, 'q')

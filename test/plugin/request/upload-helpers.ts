@@ -4,13 +4,12 @@
 // log capture, and a guard against uncaught exceptions.
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http'
 import { Writable } from 'node:stream'
-import type { AddressInfo } from 'node:net'
 import type { test } from 'tap'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { FastifyDigestFieldsOptions } from '../../../types/index'
-import { buildVerifyApp, PROBLEM } from './request-helpers'
+import { verifyRoutes, PROBLEM } from './request-helpers'
 import { h2Session, h2Upload, write, type Body, type Reply, type Upload } from '../../http2-helpers'
-import { sleep } from '../../helpers'
+import { serve as listening, sleep } from '../../helpers'
 
 export type { Reply, Upload } from '../../http2-helpers'
 export { sleep } from '../../helpers'
@@ -50,6 +49,7 @@ export function h1Upload (port: number, { method = 'POST', path, headers = {}, b
         if (req.destroyed) return
         await write(req, chunk)
         sent++
+        // The client's pace between chunks is the condition set up: time, not an event.
         if (delay > 0) await sleep(delay)
         if (cancelAfter !== undefined && sent >= cancelAfter) {
           req.destroy()
@@ -63,36 +63,66 @@ export function h1Upload (port: number, { method = 'POST', path, headers = {}, b
   })
 }
 
+type LogLine = Record<string, unknown>
+
 export interface Served {
   app: FastifyInstance
   port: number
   transport: Transport
   /** One upload over `transport` (HTTP/2: a stream on one shared session). */
   send (upload: Upload): Promise<Reply>
-  /** Server log lines at level error and above, parsed. */
-  logs: Array<Record<string, unknown>>
+  /** Server log lines at the level `serve` was given and above, parsed. */
+  logs: LogLine[]
+  /** The first log line that passes `test`, once it is written. */
+  logged (test: (line: LogLine) => boolean): Promise<LogLine>
 }
 
 /**
- * buildVerifyApp listening on 127.0.0.1 over HTTP/1.1 or h2c, logging
- * errors into `logs`; `setup` adds routes and plugins after the digest plugin.
+ * buildVerifyApp listening on 127.0.0.1 over HTTP/1.1 or h2c, logging into `logs` from `level` up (errors by
+ * default); `setup` adds routes and plugins after the digest plugin.
  */
 export async function serve (
   t: TapTest,
   transport: Transport,
   opts: FastifyDigestFieldsOptions = {},
   setup?: (app: FastifyInstance) => Promise<void> | void,
-  serverOpts: FastifyServerOptions = {}
+  level = 'error'
 ): Promise<Served> {
-  const logs: Array<Record<string, unknown>> = []
-  const stream = { write (line: string) { logs.push(JSON.parse(line) as Record<string, unknown>) } }
-  const options = { ...serverOpts, http2: transport === 'h2', forceCloseConnections: true, logger: { level: 'error', stream } }
-  const app = await buildVerifyApp(t, opts, options as FastifyServerOptions, undefined, async (app) => { await setup?.(app) })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const port = (app.server.address() as AddressInfo).port
-  if (transport === 'h1') return { app, port, transport, logs, send: (upload) => h1Upload(port, upload) }
+  const logs: LogLine[] = []
+  const waiting = new Set<(line: LogLine) => boolean>()
+  const stream = {
+    write (text: string) {
+      const line = JSON.parse(text) as LogLine
+      logs.push(line)
+      for (const take of waiting) if (take(line)) waiting.delete(take)
+    }
+  }
+  const logged = (test: (line: LogLine) => boolean): Promise<LogLine> => new Promise((resolve) => {
+    const found = logs.find(test)
+    if (found !== undefined) return resolve(found)
+    waiting.add((line) => {
+      if (!test(line)) return false
+      resolve(line)
+      return true
+    })
+  })
+  const serverOpts = { http2: transport === 'h2', forceCloseConnections: true, logger: { level, stream } }
+  const { app, port } = await listening(t, opts, serverOpts as FastifyServerOptions, undefined, async (app) => {
+    await setup?.(app)
+    verifyRoutes(app)
+  })
+  if (transport === 'h1') return { app, port, transport, logs, logged, send: (upload) => h1Upload(port, upload) }
   const session = await h2Session(t, port)
-  return { app, port, transport, logs, send: (upload) => h2Upload(session, upload) }
+  return { app, port, transport, logs, logged, send: (upload) => h2Upload(session, upload) }
+}
+
+/**
+ * The log line that ends the first request `served` got (a server given level 'info'): the error handler's line when
+ * it ran, else fastify's 'request completed'. A line of a server error for that request comes no later.
+ */
+export async function firstEnded (served: Served): Promise<LogLine> {
+  const first = await served.logged((line) => line.msg === 'incoming request')
+  return await served.logged((line) => line.reqId === first.reqId && line.res !== undefined)
 }
 
 /** Log lines that report a server error: level error or above, or a 5xx status. */

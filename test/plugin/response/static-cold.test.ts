@@ -52,7 +52,7 @@ async function site (t: Closeable, files: Record<string, Buffer | string>, diges
 
 const hex = (data: Buffer | string, alg = 'sha256'): string => createHash(alg).update(data).digest('hex')
 
-/** HEAD until its Repr-Digest is there (the background pass ended), at most two seconds. */
+/** HEAD until its Repr-Digest is there (the background pass ended: no event tells it), at most two seconds. */
 async function settled (app: FastifyInstance, url: string): Promise<unknown> {
   for (let i = 0; i < 200; i++) {
     const value = (await app.inject({ method: 'HEAD', url })).headers['repr-digest']
@@ -152,6 +152,7 @@ test('fileSidecars: digests from checksum files written after the file, answered
   t.equal(both.headers['repr-digest'], undefined, 'no sidecar: hashed in the background')
   t.equal(await settled(app, '/raw.js'), `${sf('raw')}, ${sf('raw', 'sha-512')}`)
   t.equal(await settled(app, '/lib.js'), `${sf('lib')}, ${sf('lib', 'sha-512')}`, 'sha-512 has no sidecar: hashed')
+  // No event tells a right sidecar's check ended (a wrong one's is a log line): time for the passes to end.
   await sleep(50)
   t.notOk(logs.some((l) => l.includes('does not match')), 'every sidecar checked, none wrong')
 })
@@ -159,6 +160,7 @@ test('fileSidecars: digests from checksum files written after the file, answered
 test('fileSidecars: a sidecar older than its file, or not one, is not read', async (t) => {
   const { app, dir, write, disk } = await site(t, { 'a.js': 'version 1' }, { fileSidecars: true, reprDigest: true })
   write('a.js.sha256', `${hex('version 1')}  a.js\n`)
+  // Time itself is the condition: the file's ctime after its sidecar's.
   await sleep(20)
   write('a.js', 'version 2') // after its sidecar: the sidecar is of an earlier version
   t.equal((await app.inject({ method: 'HEAD', url: '/a.js' })).headers['repr-digest'], sf(disk('a.js')), 'stale sidecar: the file is hashed')
