@@ -21,8 +21,8 @@ import { fieldsDone, hasDigestHeaders, hasDigestTrailers, type Done, type Payloa
 import { withNoTransform } from '../../core/cache-control'
 
 /**
- * The request decorator kResponseState: what the representation stage hands the content stage; null when no digest
- * field goes (only Vary).
+ * The request decorator kResponseState: the response's ResponseDigests, which the representation stage makes and the
+ * content stage finishes; null when no digest field goes (only Vary).
  */
 function slot (request: FastifyRequest): { [kResponseState]: ResponseDigests | null } {
   return request as unknown as { [kResponseState]: ResponseDigests | null }
