@@ -210,8 +210,12 @@ export class ResponseCheck {
     const coded = this.#hasher?.digest() ?? UNKNOWN
     const decoder = this.#decoder
     if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
-    const tooLarge = `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)`
-    decoder.end(() => done(this.#verdict(coded, decoder.digests, decoder.failure === 'too-large' ? tooLarge : null)))
+    decoder.end(() => {
+      const tooLarge = decoder.failure === 'too-large'
+        ? `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)`
+        : null
+      done(this.#verdict(coded, decoder.digests, tooLarge))
+    })
   }
 
   /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
