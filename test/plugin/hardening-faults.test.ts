@@ -312,9 +312,11 @@ test('slow readers get complete responses whose digests are of the bytes receive
     const whole = path === '/big.bin' ? BIG : path === '/text.txt' ? TEXT : undefined
     const { checked, wrong } = checkDigests(res, whole)
     t.same(wrong, [], `${where}: every digest is of the bytes received`)
-    const streamedUntouched = res.headers['content-digest'] === undefined && res.trailers['content-digest'] === undefined
     // Over maxBufferSize without trailers a generated stream goes without digests (README); a file never does.
-    if (!(streamedUntouched && headers.te === undefined && !path.startsWith('/big') && !path.startsWith('/text'))) t.ok(checked > 0, `${where}: ${checked} digests checked`)
+    // Gzipped, the generated pattern is within maxBufferSize.
+    const undigested = path.startsWith('/stream') && !('te' in headers) && !('accept-encoding' in headers)
+    if (undigested) t.equal(checked, 0, `${where}: no digests`)
+    else t.ok(checked > 0, `${where}: ${checked} digests checked`)
   }
 })
 
@@ -385,7 +387,10 @@ test('static files deleted, replaced, rewritten or unreadable while served: neve
     t.ok(fields['content-digest'], `${where}: a Content-Digest`)
     const { wrong } = checkDigests(res)
     t.same(wrong, [], `${where}: of the bytes sent (the new file), not the cached digest of the old one`)
-    if (res.headers['content-encoding'] === undefined) t.equal(fields['repr-digest'], undefined, `${where}: no whole-file Repr-Digest for a version that was not the one described`)
+    t.equal(res.headers['content-encoding'], headers['accept-encoding'], `${where}: coded as asked`)
+    // Coded or not: the file opened is not the one stat'ed, whose digests are the only whole-file ones known.
+    t.equal(fields['repr-digest'], undefined,
+      `${where}: no whole-file Repr-Digest for a version that was not the one described`)
   }
 
   // Rewritten in place, longer, after the stat: the bytes sent are a prefix.
