@@ -269,7 +269,10 @@ test('Unencoded-Digest of a file: the whole file for 200, 206 and HEAD, with @fa
           const res = await app.inject({ method, url: '/a.css', headers: { 'accept-encoding': coding, ...extra } })
           const label = `strict=${strict} ${order} ${coding} ${method} ${JSON.stringify(extra)}`
           t.equal(res.headers['unencoded-digest'], whole, `${label}: a header, the whole file's`)
-          if (method === 'GET' && res.statusCode === 200) t.ok(decode(res.rawPayload, res.headers['content-encoding']).equals(text), label)
+          t.equal(res.statusCode, 'range' in extra ? 206 : 200, `${label}: status`)
+          if (method === 'GET' && !('range' in extra)) {
+            t.ok(decode(res.rawPayload, res.headers['content-encoding']).equals(text), label)
+          }
         }
       }
     }
