@@ -7,7 +7,7 @@
 import { test } from 'tap'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { constants } from 'node:http2'
@@ -160,9 +160,10 @@ test('fileSidecars: digests from checksum files written after the file, answered
 test('fileSidecars: a sidecar older than its file, or not one, is not read', async (t) => {
   const { app, dir, write, disk } = await site(t, { 'a.js': 'version 1' }, { fileSidecars: true, reprDigest: true })
   write('a.js.sha256', `${hex('version 1')}  a.js\n`)
-  // Time itself is the condition: the file's ctime after its sidecar's.
-  await sleep(20)
-  write('a.js', 'version 2') // after its sidecar: the sidecar is of an earlier version
+  // The sidecar is of an earlier version: the file rewritten until its ctime is after the sidecar's.
+  const sidecarChanged = statSync(join(dir, 'a.js.sha256')).ctimeMs
+  do write('a.js', 'version 2')
+  while (statSync(join(dir, 'a.js')).ctimeMs <= sidecarChanged)
   t.equal((await app.inject({ method: 'HEAD', url: '/a.js' })).headers['repr-digest'], sf(disk('a.js')), 'stale sidecar: the file is hashed')
   const get = await app.inject('/a.js')
   t.equal(get.statusCode, 200)
