@@ -7,7 +7,7 @@
 import { test } from 'tap'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, statSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { constants } from 'node:http2'
@@ -17,37 +17,21 @@ import { join } from 'node:path'
 import compress from '@fastify/compress'
 import fastifyStatic from '@fastify/static'
 import type { FastifyInstance } from 'fastify'
-import type { DigestOmission, FastifyDigestFieldsOptions } from '../../../types/index'
+import type { FastifyDigestFieldsOptions } from '../../../types/index'
 import digestFields = require('../../../lib/index')
 import { readSidecars } from '../../../lib/core/file-cache'
 import { buildApp, sf, pattern, EMPTY_SHA256 } from '../../helpers'
 import { h2Session } from '../../http2-helpers'
+import { staticSite, type StaticSite } from './static-helpers'
 import { sleep } from '../../helpers'
 
 interface Closeable { teardown (fn: () => unknown): void }
 
-interface Site {
-  app: FastifyInstance
-  dir: string
-  logs: string[]
-  omitted: Array<DigestOmission | null>
-  write (name: string, content: Buffer | string): void
-  disk (name: string): Buffer
-}
-
-async function site (t: Closeable, files: Record<string, Buffer | string>, digest: FastifyDigestFieldsOptions): Promise<Site> {
-  const dir = await mkdtemp(join(tmpdir(), 'digest-cold-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  const write = (name: string, content: Buffer | string): void => writeFileSync(join(dir, name), content)
-  for (const [name, content] of Object.entries(files)) write(name, content)
-  const logs: string[] = []
-  const omitted: Array<DigestOmission | null> = []
-  const app = await buildApp(t, { contentDigest: true, reprDigest: true, ...digest }, {
-    logger: { level: 'warn', stream: { write: (line: string) => { logs.push(line) } } }
-  })
-  app.addHook('onResponse', async (_req, reply) => { omitted.push(reply.digestsOmitted) })
-  await app.register(fastifyStatic, { root: dir, setHeaders: digestFields.staticHeaders })
-  return { app, dir, logs, omitted, write, disk: (name) => readFileSync(join(dir, name)) }
+/** staticSite serving `files`, with Content-Digest and Repr-Digest unless `digest` says otherwise; warnings logged. */
+async function site (
+  t: Closeable, files: Record<string, Buffer | string>, digest: FastifyDigestFieldsOptions
+): Promise<StaticSite> {
+  return await staticSite(t, files, { digest: { contentDigest: true, reprDigest: true, ...digest }, logLevel: 'warn' })
 }
 
 const hex = (data: Buffer | string, alg = 'sha256'): string => createHash(alg).update(data).digest('hex')
@@ -160,9 +144,10 @@ test('fileSidecars: digests from checksum files written after the file, answered
 test('fileSidecars: a sidecar older than its file, or not one, is not read', async (t) => {
   const { app, dir, write, disk } = await site(t, { 'a.js': 'version 1' }, { fileSidecars: true, reprDigest: true })
   write('a.js.sha256', `${hex('version 1')}  a.js\n`)
-  // Time itself is the condition: the file's ctime after its sidecar's.
-  await sleep(20)
-  write('a.js', 'version 2') // after its sidecar: the sidecar is of an earlier version
+  // The sidecar is of an earlier version: the file rewritten until its ctime is after the sidecar's.
+  const sidecarChanged = statSync(join(dir, 'a.js.sha256')).ctimeMs
+  do write('a.js', 'version 2')
+  while (statSync(join(dir, 'a.js')).ctimeMs <= sidecarChanged)
   t.equal((await app.inject({ method: 'HEAD', url: '/a.js' })).headers['repr-digest'], sf(disk('a.js')), 'stale sidecar: the file is hashed')
   const get = await app.inject('/a.js')
   t.equal(get.statusCode, 200)
