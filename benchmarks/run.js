@@ -12,7 +12,7 @@
 // Settings (environment variables):
 //   BENCH_SCENARIOS   which scenarios, e.g. "2,5,9h" (all)
 //   BENCH_DURATION    seconds per measured run (1.5)
-//   BENCH_ROUNDS      rounds (5; a scenario may set more, `rounds`)
+//   BENCH_ROUNDS      rounds (7; a scenario may set its own, `rounds`)
 //   BENCH_WARMUP      seconds of load each server process has to itself before measuring (1)
 //   BENCH_PROCESSES   server processes per side, used in turn by the rounds (2)
 //   BENCH_UPLOAD_MIB  size of scenario 6's upload (256)
@@ -35,7 +35,7 @@ const WARMUP_BURST = 0.5
 
 const config = {
   duration: numberFromEnv('BENCH_DURATION', 1.5),
-  rounds: numberFromEnv('BENCH_ROUNDS', 5),
+  rounds: numberFromEnv('BENCH_ROUNDS', 7),
   roundsGiven: process.env.BENCH_ROUNDS !== undefined,
   warmup: numberFromEnv('BENCH_WARMUP', 1),
   processes: numberFromEnv('BENCH_PROCESSES', 2),

@@ -414,6 +414,8 @@ function compressedScenario (id, syncThreshold, path) {
   const compress = { global: true, encodings: ['gzip'], threshold: 1024, syncThreshold }
   return {
     id,
+    // Alternating three sides, each round costs three runs: the default's fewest rounds.
+    rounds: 5,
     title: `GET 64 KiB text, gzip (${path} path), both fields`,
     sides: [
       { key: 'plugin', label: 'compress + plugin', compress, plugin: BOTH_SHA256 },
@@ -709,6 +711,7 @@ const scenarios = [
   },
   {
     id: '3',
+    rounds: 5,
     title: 'GET 1 MiB Buffer, sha-256 both fields',
     sides: [{ key: 'plugin', label: 'plugin', plugin: BOTH_SHA256 }, bare, byHand],
     async setup (app, side) {
