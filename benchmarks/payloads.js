@@ -34,7 +34,9 @@ function randomBytes (size, seed) {
 function jsonObject (size = KiB) {
   const next = generator(1)
   const items = []
-  for (let id = 1; id <= 10; id++) items.push({ id, name: `item ${id}`, price: next() % 10000 / 100, stock: next() % 500 })
+  for (let id = 1; id <= 10; id++) {
+    items.push({ id, name: `item ${id}`, price: next() % 10000 / 100, stock: next() % 500 })
+  }
   const object = { kind: 'catalogue', page: 1, items, note: '' }
   const missing = size - Buffer.byteLength(JSON.stringify(object))
   if (missing < 0) throw new Error(`the JSON object is already larger than ${size} bytes`)
