@@ -106,25 +106,20 @@ function announcedFields (
   return fields
 }
 
-/** What one claim naming one enabled algorithm wants, by its field when over the decoded content: made once. */
-const LONE_CLAIMS = new Map<string, Wanted>()
+/** What one claim over the bytes received, naming one enabled algorithm, wants: by that algorithm, made once. */
+const LONE_CLAIMS = new Map<DigestAlgorithm, Wanted>()
 
-// The usual request (a signer's Content-Digest, a coded body's Repr-Digest): one claim naming one algorithm, no
-// Trailer field. Its Wanted depends on that algorithm, and on the field of a claim over the decoded content, alone;
-// null for any other request.
+// The usual request (a signer's Content-Digest): one claim over the bytes received naming one algorithm, no Trailer
+// field. Its Wanted depends on that algorithm alone; null for any other request.
 function loneClaim (claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy): Wanted | null {
   const claim = claims[0] as Claim
-  if (claims.length !== 1 || trailer !== undefined || claim.received.size !== 1) return null
+  if (claims.length !== 1 || trailer !== undefined || claim.decoded || claim.received.size !== 1) return null
   const algorithm = claim.received.keys().next().value as DigestAlgorithm
   if (!policy.algorithms.includes(algorithm)) return null
-  const key = claim.decoded ? `${claim.field} ${algorithm}` : algorithm
-  let wanted = LONE_CLAIMS.get(key)
+  let wanted = LONE_CLAIMS.get(algorithm)
   if (wanted === undefined) {
-    const one: ReadonlySet<DigestAlgorithm> = new Set([algorithm])
-    wanted = claim.decoded
-      ? { received: NO_ALGORITHMS, decoded: one, decodedFields: claim.field }
-      : { received: one, decoded: NO_ALGORITHMS, decodedFields: '' }
-    LONE_CLAIMS.set(key, wanted)
+    wanted = { received: new Set([algorithm]), decoded: NO_ALGORITHMS, decodedFields: '' }
+    LONE_CLAIMS.set(algorithm, wanted)
   }
   return wanted
 }
