@@ -106,32 +106,12 @@ function announcedFields (
   return fields
 }
 
-/** What one claim over the bytes received, naming one enabled algorithm, wants: by that algorithm, made once. */
-const LONE_CLAIMS = new Map<DigestAlgorithm, Wanted>()
-
-// The usual request (a signer's Content-Digest): one claim over the bytes received naming one algorithm, no Trailer
-// field. Its Wanted depends on that algorithm alone; null for any other request.
-function loneClaim (claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy): Wanted | null {
-  const claim = claims[0] as Claim
-  if (claims.length !== 1 || trailer !== undefined || claim.decoded || claim.received.size !== 1) return null
-  const algorithm = claim.received.keys().next().value as DigestAlgorithm
-  if (!policy.algorithms.includes(algorithm)) return null
-  let wanted = LONE_CLAIMS.get(algorithm)
-  if (wanted === undefined) {
-    wanted = { received: new Set([algorithm]), decoded: NO_ALGORITHMS, decodedFields: '' }
-    LONE_CLAIMS.set(algorithm, wanted)
-  }
-  return wanted
-}
-
 // The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
 // (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces
 // (RFC 9110 §6.6.2).
 export function collectAlgorithms (
   claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): Wanted {
-  const lone = loneClaim(claims, trailer, policy)
-  if (lone !== null) return lone
   const received = new Set<DigestAlgorithm>()
   let decoded = claimedAlgorithms(claims, policy, received)
   const decodedFields: string[] = []
