@@ -64,11 +64,10 @@ function checksumOctets ({ length: width, finish }: Entry, state: number, length
   return out
 }
 
-// A whole payload's digest; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. crypto.hash() (Node.js 20.12 on),
-// as latin1 then octets (docs/benchmarks.md, "Checksums and one-shot hashes").
+// A whole payload's digest; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. crypto.hash(): Node.js 20.12 on.
 export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   const entry = lookup(algorithm)
-  if (entry.update === undefined) return Buffer.from(hash(entry.hash as string, data, 'binary'), 'binary')
+  if (entry.update === undefined) return hash(entry.hash as string, data, 'buffer')
   const bytes = toBytes(data)
   return checksumOctets(entry, entry.update(bytes), bytes.length)
 }

@@ -22,8 +22,7 @@ export class ChunkKeeper {
   constructor (source: Readable, readonly bound: number) {
     const target = this.#source = source as Source
     this.#push = target.push
-    // Bound, not a closure (docs/benchmarks.md, "Hot closures").
-    target.push = this.#onPush.bind(this)
+    target.push = (chunk, encoding) => this.#onPush(chunk, encoding)
   }
 
   #onPush (chunk: unknown, encoding?: BufferEncoding): boolean {

@@ -95,17 +95,12 @@ export class CheckedStream extends DigestTransform {
   constructor (algorithms: Iterable<DigestAlgorithm>, mismatch: (algorithm: DigestAlgorithm) => Error | null) {
     super(algorithms)
     this.hold = true
-    // From a factory (docs/benchmarks.md, "Hot closures").
-    this.endCheck = CheckedStream.#check(this, mismatch)
-  }
-
-  static #check (stream: CheckedStream, mismatch: (algorithm: DigestAlgorithm) => Error | null): EndCheck {
-    return (callback) => {
-      for (const [algorithm, value] of stream.expected) {
+    this.endCheck = (callback) => {
+      for (const [algorithm, value] of this.expected) {
         // An algorithm not hashed cannot be vouched for.
-        if (digestsEqual((stream.digests as DigestResults).get(algorithm) ?? Buffer.alloc(0), value)) continue
+        if (digestsEqual((this.digests as DigestResults).get(algorithm) ?? Buffer.alloc(0), value)) continue
         const err = mismatch(algorithm)
-        if (err === null) stream.destroy()
+        if (err === null) this.destroy()
         else callback(err)
         return
       }

@@ -13,8 +13,6 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
 
-// Closures put on the source come from factories (docs/benchmarks.md, "Hot closures").
-
 /**
  * `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js
  * rawBody).
@@ -74,18 +72,13 @@ export class SourceTap {
       this.#ended = true
       return
     }
-    // Bound, not a closure (docs/benchmarks.md, "Hot closures").
-    target.push = this.#onPush.bind(this)
+    target.push = (chunk, encoding) => this.#onPush(chunk, encoding)
     target._destroy = destroyWithClientStatus(target._destroy)
-    source.once('close', SourceTap.#closed(this))
+    source.once('close', () => {
+      if (this.digests === null) this.cutOff?.()
+      this.#woken()
+    })
     if (buffered !== null) this.#take(buffered, fresh)
-  }
-
-  static #closed (tap: SourceTap): () => void {
-    return () => {
-      if (tap.digests === null) tap.cutOff?.()
-      tap.#woken()
-    }
   }
 
   #woken (): void {

@@ -155,7 +155,7 @@ export function abandon (request: FastifyRequest, state: Verification, failure: 
   conclude(state, failure, null)
 }
 
-/** The end check, made by a factory as closures stored on streams are (docs/benchmarks.md, "Hot closures"). */
+/** The end check of a request's last stream or tap: the verdict. */
 export function checkAtEnd (request: FastifyRequest, state: Verification): EndCheck {
   return (release) => judge(request, state, release)
 }
