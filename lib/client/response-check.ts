@@ -100,12 +100,9 @@ function badResult ({ results }: FieldVerification): AlgorithmResult | undefined
 /** A digest field received, and what it is the digest of: the bytes as received ('coded'), decoded, or either. */
 interface Received { field: DigestFieldName, digests: DigestMap, reading: ClientParams['reprDigest'] }
 
-/** A field's verification; whether against the decoded content (not the bytes received); `stale`: a field of the
- * bytes received that does not match them, but matches the decoded content. */
-interface Checked { verification: FieldVerification, decoded: boolean, stale: boolean }
-
-/** The fields' outcomes: the first at fault; whether every field at fault is stale; whether a field matched the bytes
- * received; the fields that matched the decoded content; an unchecked field. */
+/** The fields' outcomes: the first at fault; whether every field at fault is one of the bytes received that matches
+ * the decoded content instead; whether a field matched the bytes received; the fields that matched the decoded
+ * content; an unchecked field. */
 interface Tally {
   failure: DigestClientError | null
   stale: boolean
@@ -125,7 +122,6 @@ export class ResponseCheck {
   readonly empty: boolean // no content can follow
   #hasher: MultiDigester | null = null
   #decoder: DecodingTap | null = null
-  #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
 
   constructor (
@@ -162,10 +158,6 @@ export class ResponseCheck {
     if (decoded.length === 0) return
     const stages = createContentDecoders(this.#coding as string, PROFILE)
     if (stages !== null) this.#decoder = new DecodingTap(stages, decoded, params.maxDecodedSize, BATCH_SIZE)
-    else {
-      this.#undecodable = `content coding "${this.#coding as string}" is not decoded here ` +
-        `(${DECODABLE_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
-    }
   }
 
   /** The digest fields checked, from the head or the trailers. */
@@ -209,22 +201,15 @@ export class ResponseCheck {
     if (this.#trailerFields) this.#read(trailers)
     const coded = this.#hasher?.digest() ?? UNKNOWN
     const decoder = this.#decoder
-    if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
-    decoder.end(() => {
-      const tooLarge = decoder.failure === 'too-large'
-        ? `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)`
-        : null
-      done(this.#verdict(coded, decoder.digests, tooLarge))
-    })
+    if (decoder === null) return done(this.#verdict(coded, null))
+    decoder.end(() => done(this.#verdict(coded, decoder.digests)))
   }
 
-  /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
-  #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): Error | null {
+  /** `decoded`: the decoded content's digests, if known. */
+  #verdict (coded: DigestResults, decoded: DigestResults | null): Error | null {
     if (this.status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
     const tally: Tally = { failure: null, stale: true, overCoded: false, overDecoded: [], notChecked: null }
-    for (const received of this.#received) {
-      this.#count(tally, received, this.#verify(received, coded, decoded), undecoded)
-    }
+    for (const received of this.#received) this.#count(tally, received, coded, decoded)
     const failure = tally.failure === null ? null : this.#reencoded(tally)
     if (failure !== null) return failure
     const refusal = refusalOf(this.status, this.request, this.#problem, this.#coding)
@@ -234,27 +219,47 @@ export class ResponseCheck {
     return tally.notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', all, this.params.algorithms.join(', '))
   }
 
-  /** One field's outcome added to `tally`. */
-  #count (tally: Tally, { field, reading }: Received, checked: Checked, undecoded: string | null): void {
-    const { verification, decoded, stale } = checked
+  /**
+   * One field's outcome added to `tally`: a field of the bytes received or of either reading that does not match them
+   * is checked against the decoded content too.
+   */
+  #count (tally: Tally, received: Received, coded: DigestResults, decoded: DigestResults | null): void {
+    const { field, digests, reading } = received
+    const enabled = this.params.algorithms
+    const verification = verifyDigests(field, digests, reading === 'decoded' ? decoded ?? UNKNOWN : coded, enabled)
+    const ofDecoded = reading === 'decoded'
+      ? verification.ok
+      : !verification.ok && decoded !== null && verifyDigests(field, digests, decoded, enabled).ok
     const bad = badResult(verification)
-    if (undecoded !== null && bad?.outcome === 'mismatched' && reading !== 'coded') {
-      // Not the coded bytes' digest; maybe the decoded ones', unknown here.
-      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
-    } else if (bad?.outcome === 'mismatched' && this.request.method === 'HEAD') {
-      // Not the empty content's (RFC 9530 B.2); maybe the GET's, whose fields a HEAD may carry (RFC 9110 §9.3.2),
-      // as a cache answering it from a stored GET sends them (RFC 9111 §4).
-      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, HEAD_UNCHECKED)
-    } else if (bad !== undefined) {
+    const unchecked = bad?.outcome === 'mismatched' ? this.#unchecked(reading) : null
+    if (ofDecoded && reading !== 'coded') {
+      tally.overDecoded.push(field)
+    } else if (bad === undefined) {
+      tally.overCoded ||= verification.ok
+    } else if (unchecked !== null) {
+      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, unchecked)
+    } else {
       const invalid = bad.outcome === 'invalid-length'
       tally.failure ??= clientError(invalid ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH',
         field, bad.algorithm)
-      tally.stale &&= stale
-    } else if (verification.ok && decoded) {
-      tally.overDecoded.push(field)
-    } else {
-      tally.overCoded ||= verification.ok
+      tally.stale &&= ofDecoded
     }
+  }
+
+  /** Why a field of `reading` that mismatched may be right after all, or null: it is then unchecked, not mismatched. */
+  #unchecked (reading: Received['reading']): string | null {
+    // Not the empty content's (RFC 9530 B.2); maybe the GET's, whose fields a HEAD may carry (RFC 9110 §9.3.2),
+    // as a cache answering it from a stored GET sends them (RFC 9111 §4). A HEAD's one field is its Content-Digest.
+    if (reading === 'coded') return this.request.method === 'HEAD' ? HEAD_UNCHECKED : null
+    // Not the coded bytes' digest; maybe the decoded ones', unknown here: the decoder that a field not of the bytes
+    // received wants did not run (a coding not decoded here) or stopped past maxDecodedSize.
+    if (this.#decoder === null) {
+      return `content coding "${this.#coding as string}" is not decoded here ` +
+        `(${DECODABLE_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
+    }
+    return this.#decoder.failure === 'too-large'
+      ? `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)`
+      : null
   }
 
   // Re-encoded, not altered: every field at fault is one of the bytes received (Content-Digest, RFC 9530 §2;
@@ -271,9 +276,8 @@ export class ResponseCheck {
   #reencoded ({ failure, stale, overCoded, overDecoded }: Tally): Error | null {
     const first = failure as DigestClientError
     if (!stale || overCoded || overDecoded.length === 0) return first
-    const err = new clientErrors.FST_DIGEST_RESPONSE_REENCODED(first.field, first.algorithm, overDecoded.join(' and '))
-    const { field, algorithm } = first
-    const reencoded = Object.assign(err, { field, algorithm, matched: overDecoded }) as DigestClientError
+    const reencoded = Object.assign(clientError('FST_DIGEST_RESPONSE_REENCODED', first.field, first.algorithm,
+      overDecoded.join(' and ')), { matched: overDecoded })
     const accept = this.params.acceptReencoded
     if (accept === false) return reencoded
     try {
@@ -282,17 +286,5 @@ export class ResponseCheck {
       return thrown as Error
     }
     return null
-  }
-
-  /** One field against the readings it may be of: the second, if any, when the first does not match. */
-  #verify ({ field, digests, reading }: Received, coded: DigestResults, decoded: DigestResults | null): Checked {
-    const enabled = this.params.algorithms
-    const verification = verifyDigests(field, digests, reading === 'decoded' ? decoded ?? UNKNOWN : coded, enabled)
-    const ofDecoded = (): boolean => decoded !== null && verifyDigests(field, digests, decoded, enabled).ok
-    const stale = reading === 'coded' && !verification.ok && ofDecoded()
-    const first = { verification, decoded: reading === 'decoded', stale }
-    if (reading !== 'either' || verification.ok || decoded === null) return first
-    const other = verifyDigests(field, digests, decoded, enabled)
-    return other.ok || badResult(verification) === undefined ? { verification: other, decoded: true, stale } : first
   }
 }
