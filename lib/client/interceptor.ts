@@ -3,11 +3,10 @@
 // and Content-Digest to a request, its response checked by a DigestHandler. Headers: lib/core/request.js:196-218.
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
-import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
+import { digestFieldOf } from '../core/fields'
 import { normalizeClientOptions } from './client-options'
 import { DigestHandler } from './handler'
 import { blobDigest, blobOf, knownBytes } from './request-digest'
-import type { RequestFacts } from './response-check'
 
 type Pairs = Array<[string, string | string[]]>
 
@@ -36,27 +35,6 @@ export function fieldValues (pairs: Pairs): Map<string, string> {
   return values
 }
 
-// The request's fields a 406 or a digest problem may be about, in this order.
-const FACT_FIELDS = [
-  'Repr-Digest', 'Content-Digest', 'Unencoded-Digest',
-  'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest'
-]
-
-function requestFacts (method: string, values: ReadonlyMap<string, string>): RequestFacts {
-  const trailers = /(^|,)\s*trailers\s*(;|,|$)/i.test(values.get('te') ?? '')
-  for (const field of FACT_FIELDS) {
-    const value = values.get(field.toLowerCase())
-    if (value === undefined) continue
-    let algorithm: string | null = null
-    try {
-      const members = field.startsWith('Want-') ? parseWantField(value) : parseDigestField(value)
-      algorithm = members?.keys().next().value ?? null
-    } catch {}
-    return { method, trailers, digestField: field, digestAlgorithm: algorithm }
-  }
-  return { method, trailers, digestField: null, digestAlgorithm: null }
-}
-
 /** `new Agent().compose(digestInterceptor({ verify: 'required' }))`; options validated here, once. */
 export function digestInterceptor (options?: DigestInterceptorOptions): Dispatcher.DispatcherComposeInterceptor {
   const params = normalizeClientOptions(options)
@@ -79,7 +57,7 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
         pairs.push(['content-digest', contentDigest])
         given.set('content-digest', contentDigest)
       }
-      const next = new DigestHandler(handler, params, requestFacts((opts.method ?? 'GET').toUpperCase(), given))
+      const next = new DigestHandler(handler, params, (opts.method ?? 'GET').toUpperCase(), given)
       const sent = { ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: pairs.flat() as string[] }
       return dispatch(sent, next)
     }

@@ -7,7 +7,7 @@ import {
 } from '../core/content-decoding'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { clientErrors } from '../core/errors'
-import { parseDigestField } from '../core/fields'
+import { parseDigestField, parseWantField } from '../core/fields'
 import { verifyDigests } from '../core/compare'
 import { ALGORITHMS } from '../core/algorithms'
 import type { ClientParams } from './client-options'
@@ -32,15 +32,23 @@ function responseField (headers: ResponseHeaders, name: string): string | undefi
   return Array.isArray(value) ? value.join(', ') : value
 }
 
-/**
- * The request's method, whether it sent `TE: trailers`, and the digest field (and its first algorithm) a refusal is
- * about.
- */
-export interface RequestFacts {
-  readonly method: string
-  readonly trailers: boolean
-  readonly digestField: string | null
-  readonly digestAlgorithm: string | null
+/** The request's header fields by lowercase name (interceptor.ts, fieldValues()). */
+export type RequestFields = ReadonlyMap<string, string>
+
+// The request's fields a 406 or a digest problem may be about, in this order.
+const ASKED_FIELDS = [
+  'Repr-Digest', 'Content-Digest', 'Unencoded-Digest',
+  'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest'
+]
+
+/** The first algorithm of the request's digest or Want-* `field`, or null when it does not parse. */
+function firstAlgorithm (field: string, value: string): string | null {
+  try {
+    const members = field.startsWith('Want-') ? parseWantField(value) : parseDigestField(value)
+    return members?.keys().next().value ?? null
+  } catch {
+    return null
+  }
 }
 
 /** The error of `code`, carrying the `field` and `algorithm` at fault. */
@@ -67,11 +75,12 @@ function problemOf (body: Buffer | null, coding: string | null): Record<string, 
  * A 406 to a request with digest fields, or problem details (RFC 9457) of a digest-fields type or FST_DIGEST_* `code`.
  */
 function refusalOf (
-  status: number, request: RequestFacts, body: Buffer | null, coding: string | null
+  status: number, request: RequestFields, body: Buffer | null, coding: string | null
 ): DigestClientError | null {
-  const { digestField, digestAlgorithm } = request
+  const digestField = ASKED_FIELDS.find((field) => request.has(field.toLowerCase())) ?? null
   if (status === 406 && digestField !== null) {
-    return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, digestAlgorithm)
+    const value = request.get(digestField.toLowerCase()) as string
+    return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, firstAlgorithm(digestField, value))
   }
   const problem = problemOf(body, coding)
   if (problem === null) return null
@@ -126,11 +135,12 @@ export class ResponseCheck {
 
   constructor (
     private readonly params: ClientParams,
-    private readonly request: RequestFacts,
+    private readonly method: string,
+    private readonly request: RequestFields,
     private readonly status: number,
     headers: ResponseHeaders
   ) {
-    const head = request.method === 'HEAD'
+    const head = method === 'HEAD'
     this.empty = head || status === 204 || status === 304
     const ofRepr = !head && ![204, 206, 304].includes(status)
     this.#fields = FIELDS.filter((f) =>
@@ -140,7 +150,8 @@ export class ResponseCheck {
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
     const trailer = (responseField(headers, 'trailer') ?? '').toLowerCase()
     const announced = /content-digest|repr-digest|unencoded-digest/.test(trailer)
-    this.#trailerFields = !this.empty && (announced || (request.trailers && !inHead))
+    const asked = /(^|,)\s*trailers\s*(;|,|$)/i.test(request.get('te') ?? '') // TE: trailers
+    this.#trailerFields = !this.empty && (announced || (asked && !inHead))
     const type = responseField(headers, 'content-type')
     const problem = type?.trim().toLowerCase().startsWith('application/problem+json') === true
     if (status >= 400 && problem) this.#problem = Buffer.alloc(0)
@@ -250,7 +261,7 @@ export class ResponseCheck {
   #unchecked (reading: Received['reading']): string | null {
     // Not the empty content's (RFC 9530 B.2); maybe the GET's, whose fields a HEAD may carry (RFC 9110 §9.3.2),
     // as a cache answering it from a stored GET sends them (RFC 9111 §4). A HEAD's one field is its Content-Digest.
-    if (reading === 'coded') return this.request.method === 'HEAD' ? HEAD_UNCHECKED : null
+    if (reading === 'coded') return this.method === 'HEAD' ? HEAD_UNCHECKED : null
     // Not the coded bytes' digest; maybe the decoded ones', unknown here: the decoder that a field not of the bytes
     // received wants did not run (a coding not decoded here) or stopped past maxDecodedSize.
     if (this.#decoder === null) {
