@@ -71,19 +71,14 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
     // A Blob or FormData is hashed first, and sent even once the signal aborted the hashing, for undici to abort
     // (undici 8 refuses a FormData not its own before it looks at the signal: lib/core/request.js,
     // isUndiciFormData); an error fails the request as in undici's lib/interceptor/dns.js.
-    const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
     blobDigest(blob, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal).then((field) => {
-      try {
-        // A FormData's Content-Type (with the boundary) replaces any given.
-        if (blob !== body) {
-          pairs = pairs.filter(([name]) => name.toLowerCase() !== 'content-type')
-          pairs.push(['content-type', blob.type])
-        }
-        send(blob, field)
-      } catch (err) {
-        fail(err as Error)
+      // A FormData's Content-Type (with the boundary) replaces any given.
+      if (blob !== body) {
+        pairs = pairs.filter(([name]) => name.toLowerCase() !== 'content-type')
+        pairs.push(['content-type', blob.type])
       }
-    }, fail)
+      send(blob, field)
+    }).catch((err: Error) => handler.onResponseError?.(null as never, err))
     return true
   }
 }

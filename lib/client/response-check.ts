@@ -16,10 +16,9 @@ import type { ClientParams } from './client-options'
 // once the first decoder queued HOLD_SIZE, until its 'drain': undici's resume() reads the
 // socket's whole buffer (7.30.2 lib/dispatcher/client-h1.js:284-303, 8.13.1 :296-316),
 // quadratic if held per 16 KiB.
-export const CHUNK_SIZE = 64 * 1024
 export const HOLD_SIZE = 1024 * 1024
 const BATCH_SIZE = 256 * 1024
-const PROFILE = { chunkSize: CHUNK_SIZE, queue: HOLD_SIZE, rawDeflate: true }
+const PROFILE = { chunkSize: 64 * 1024, queue: HOLD_SIZE, rawDeflate: true }
 
 const MAX_PROBLEM_SIZE = 64 * 1024 // a larger body is not read as a problem
 const DIGEST_TYPE = 'https://iana.org/assignments/http-problem-types#digest-'
@@ -124,7 +123,7 @@ const HEAD_UNCHECKED = 'a HEAD response may carry the digest of the GET response
 
 export class ResponseCheck {
   readonly #received: Received[] = []
-  readonly #errors: DigestClientError[] = []
+  #invalid: DigestClientError | null = null // the first field that does not parse
   readonly #fields: readonly DigestFieldName[] // the fields checked on this response
   readonly #coding: string | null // a content coding, one not decoded here included
   readonly #trailerFields: boolean
@@ -183,7 +182,7 @@ export class ResponseCheck {
           : field === 'Repr-Digest' ? this.params.reprDigest : 'decoded'
         if (digests !== null) this.#received.push({ field, digests, reading })
       } catch (err) {
-        this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
+        this.#invalid ??= clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message)
       }
     }
   }
@@ -218,10 +217,10 @@ export class ResponseCheck {
 
   /** `decoded`: the decoded content's digests, if known. */
   #verdict (coded: DigestResults, decoded: DigestResults | null): Error | null {
-    if (this.status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
+    if (this.status === 304 || this.#invalid !== null) return this.#invalid
     const tally: Tally = { failure: null, stale: true, overCoded: false, overDecoded: [], notChecked: null }
     for (const received of this.#received) this.#count(tally, received, coded, decoded)
-    const failure = tally.failure === null ? null : this.#reencoded(tally)
+    const failure = this.#reencoded(tally)
     if (failure !== null) return failure
     const refusal = refusalOf(this.status, this.request, this.#problem, this.#coding)
     const verified = tally.overCoded || tally.overDecoded.length > 0
@@ -283,11 +282,10 @@ export class ResponseCheck {
   // as br): a mismatch. Without a content coding every field is read over the bytes received (#read): a
   // Content-Digest failing where a Repr-Digest matches the same bytes is a wrong field, also a mismatch (as after
   // undici's decompress(), which removes Content-Encoding before this interceptor sees the response).
-  /** A tally's failure: the first, FST_DIGEST_RESPONSE_REENCODED, or null when that is accepted. */
+  /** A tally's failure: none, the first, FST_DIGEST_RESPONSE_REENCODED, or null when that is accepted. */
   #reencoded ({ failure, stale, overCoded, overDecoded }: Tally): Error | null {
-    const first = failure as DigestClientError
-    if (!stale || overCoded || overDecoded.length === 0) return first
-    const reencoded = Object.assign(clientError('FST_DIGEST_RESPONSE_REENCODED', first.field, first.algorithm,
+    if (failure === null || !stale || overCoded || overDecoded.length === 0) return failure
+    const reencoded = Object.assign(clientError('FST_DIGEST_RESPONSE_REENCODED', failure.field, failure.algorithm,
       overDecoded.join(' and ')), { matched: overDecoded })
     const accept = this.params.acceptReencoded
     if (accept === false) return reencoded

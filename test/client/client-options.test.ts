@@ -3,7 +3,7 @@
 // it does not check (upgrades, the start of a response).
 import { test } from 'tap'
 import { digestHeaders, digestInterceptor, clientErrors } from '../../lib/client/index'
-import { normalizeClientOptions, defaultMaxDecodedSize } from '../../lib/client/client-options'
+import { normalizeClientOptions } from '../../lib/client/client-options'
 import { fieldValues, headerPairs } from '../../lib/client/interceptor'
 import { DigestHandler } from '../../lib/client/handler'
 import { computeDigest } from '../../lib/core/algorithms'
@@ -12,7 +12,7 @@ import { sf } from '../helpers'
 
 test('defaults, and valid options', async (t) => {
   t.same(normalizeClientOptions(), {
-    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', want: [], maxDecodedSize: defaultMaxDecodedSize, acceptReencoded: false
+    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', want: [], maxDecodedSize: 64 * 1024 * 1024, acceptReencoded: false
   })
   const params = normalizeClientOptions({ algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, want: { content: 'crc32c', repr: ['sha-256', 'crc32c'], unencoded: ['crc32c', 'sha-256'] }, maxDecodedSize: 0 })
   t.same(params, {
