@@ -92,13 +92,14 @@ export class DigestHandler implements Handler {
     if (this.#failed !== null) return
     const received = trailersOf(controller, trailers)
     const above = this.#shared ?? controller
-    if (this.#check === null) return this.handler.onResponseEnd?.(above, received as never)
-    this.#check.finish(received, (err: Error | null) => {
+    const end = (err: Error | null): void => {
       if (err === null) return this.handler.onResponseEnd?.(above, received as never)
       // A macrotask later: raised in the tick that ends a body read in one go, the error is missed by fetch(),
       // which hangs (undici 7.30.2 lib/core/request.js:333, 8.13.1 :432).
       setImmediate(() => this.handler.onResponseError?.(above, err))
-    })
+    }
+    if (this.#check === null) end(null)
+    else this.#check.finish(received, end)
   }
 
   onResponseError (controller: Controller, err: Error): void {
