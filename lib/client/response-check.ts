@@ -86,9 +86,9 @@ function refusalOf (
   const { type, code, detail, title } = problem
   const typed = typeof type === 'string' && type.startsWith(DIGEST_TYPE)
   if (!typed && !(typeof code === 'string' && code.startsWith('FST_DIGEST_'))) return null
-  const member = (['mismatched_digests', 'invalid_digests', 'unsupported_algorithms'].map((key) => problem[key])
-    .map((list) => Array.isArray(list) ? list[0] as unknown : null)
-    .find((first) => first !== null && typeof first === 'object') ?? {}) as Record<string, unknown>
+  const member = ['mismatched_digests', 'invalid_digests', 'unsupported_algorithms']
+    .map((key) => Array.isArray(problem[key]) ? (problem[key] as unknown[])[0] : null)
+    .find((first) => first !== null && typeof first === 'object') as Record<string, unknown> | undefined ?? {}
   const asked = digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField
   const field = typeof member.header === 'string' ? member.header : asked
   const text = typeof detail === 'string' ? detail : typeof title === 'string' ? title : String(type ?? code)
@@ -147,8 +147,7 @@ export class ResponseCheck {
     this.#coding = contentCoding(responseField(headers, 'content-encoding'))
     this.#read(headers)
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
-    const trailer = (responseField(headers, 'trailer') ?? '').toLowerCase()
-    const announced = /content-digest|repr-digest|unencoded-digest/.test(trailer)
+    const announced = /content-digest|repr-digest|unencoded-digest/i.test(responseField(headers, 'trailer') ?? '')
     const asked = /(^|,)\s*trailers\s*(;|,|$)/i.test(request.get('te') ?? '') // TE: trailers
     this.#trailerFields = !this.empty && (announced || (asked && !inHead))
     const type = responseField(headers, 'content-type')
