@@ -15,7 +15,6 @@ export type ClientParams = Readonly<
   Required<Omit<DigestInterceptorOptions, 'want'>> & { want: ReadonlyArray<[string, string]> }
 >
 
-export const defaultMaxDecodedSize = 64 * 1024 * 1024
 const WANT_KEYS = ['content', 'repr', 'unencoded']
 
 const fail = (name: string, reason: string): Error => new FST_DIGEST_INVALID_OPTION(name, reason)
@@ -36,16 +35,15 @@ function wantValue (value: unknown, name: string, enabled: readonly DigestAlgori
 
 // An algorithm or a list asks for Content-Digest and Repr-Digest (docs/design.md, "The client"); the object, per field.
 const checkWant: Check<ClientParams['want'], ClientParams> = (value, name, fail, { algorithms }) => {
-  const want = typeof value === 'string' || Array.isArray(value) ? wantValue(value, name, algorithms) : null
-  if (want !== null) return [['want-content-digest', want], ['want-repr-digest', want]]
-  if (value === null || typeof value !== 'object') {
+  const both = typeof value === 'string' || Array.isArray(value)
+  const byKey = (both ? { content: value, repr: value } : value) as Record<string, unknown> | null
+  if (byKey === null || typeof byKey !== 'object') {
     throw fail(name, `expected an algorithm, a list of them or { content, repr, unencoded }, got ${describe(value)}`)
   }
-  const unknown = Object.keys(value).find((key) => !WANT_KEYS.includes(key))
+  const unknown = Object.keys(byKey).find((key) => !WANT_KEYS.includes(key))
   if (unknown !== undefined) throw fail(`want.${unknown}`, `unknown key (want keys: ${WANT_KEYS.join(', ')})`)
-  const byKey = value as Record<string, unknown>
   return WANT_KEYS.filter((key) => byKey[key] !== undefined)
-    .map((key) => [`want-${key}-digest`, wantValue(byKey[key], `want.${key}`, algorithms)])
+    .map((key) => [`want-${key}-digest`, wantValue(byKey[key], both ? name : `want.${key}`, algorithms)])
 }
 
 const clientOptions: Table<DigestInterceptorOptions, ClientParams> = {
@@ -61,7 +59,7 @@ const clientOptions: Table<DigestInterceptorOptions, ClientParams> = {
     return reading
   }, 'either'],
   want: [checkWant, []],
-  maxDecodedSize: [checkCount('bytes'), defaultMaxDecodedSize],
+  maxDecodedSize: [checkCount('bytes'), 64 * 1024 * 1024],
   acceptReencoded: [(value, name, fail) => {
     if (typeof value === 'boolean' || typeof value === 'function') return value as ClientParams['acceptReencoded']
     throw fail(name, `expected a boolean or a function, got ${describe(value)}`)

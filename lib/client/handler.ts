@@ -2,7 +2,7 @@
 // everything passes through to the handler above, the end held back until the check has run; a failure replaces it.
 import type { Dispatcher } from 'undici'
 import type { ClientParams } from './client-options'
-import { ResponseCheck, type RequestFacts, type ResponseHeaders } from './response-check'
+import { ResponseCheck, type RequestFields, type ResponseHeaders } from './response-check'
 
 type Controller = Dispatcher.DispatchController
 type Handler = Dispatcher.DispatchHandler
@@ -60,7 +60,10 @@ export class DigestHandler implements Handler {
   #shared: SharedController | null = null // the controller above while a side decoder runs
 
   constructor (
-    private readonly handler: Handler, private readonly params: ClientParams, private readonly request: RequestFacts
+    private readonly handler: Handler,
+    private readonly params: ClientParams,
+    private readonly method: string,
+    private readonly request: RequestFields
   ) {}
 
   onRequestStart (controller: Controller, context: unknown): void { this.handler.onRequestStart?.(controller, context) }
@@ -70,7 +73,7 @@ export class DigestHandler implements Handler {
   }
 
   onResponseStart (controller: Controller, statusCode: number, headers: ResponseHeaders, statusMessage?: string): void {
-    const check = new ResponseCheck(this.params, this.request, statusCode, headers)
+    const check = new ResponseCheck(this.params, this.method, this.request, statusCode, headers)
     // No content follows (nor runs a side decoder): decided now, and the head itself fails.
     if (check.empty) check.finish({}, (err) => { this.#failed = err })
     else this.#check = check
@@ -89,13 +92,14 @@ export class DigestHandler implements Handler {
     if (this.#failed !== null) return
     const received = trailersOf(controller, trailers)
     const above = this.#shared ?? controller
-    if (this.#check === null) return this.handler.onResponseEnd?.(above, received as never)
-    this.#check.finish(received, (err: Error | null) => {
+    const end = (err: Error | null): void => {
       if (err === null) return this.handler.onResponseEnd?.(above, received as never)
       // A macrotask later: raised in the tick that ends a body read in one go, the error is missed by fetch(),
       // which hangs (undici 7.30.2 lib/core/request.js:333, 8.13.1 :432).
       setImmediate(() => this.handler.onResponseError?.(above, err))
-    })
+    }
+    if (this.#check === null) end(null)
+    else this.#check.finish(received, end)
   }
 
   onResponseError (controller: Controller, err: Error): void {

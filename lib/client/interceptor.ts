@@ -3,11 +3,10 @@
 // and Content-Digest to a request, its response checked by a DigestHandler. Headers: lib/core/request.js:196-218.
 import type { Dispatcher } from 'undici'
 import type { DigestInterceptorOptions } from '../../types/client'
-import { digestFieldOf, parseDigestField, parseWantField } from '../core/fields'
+import { digestFieldOf } from '../core/fields'
 import { normalizeClientOptions } from './client-options'
 import { DigestHandler } from './handler'
-import { knownBytes, prepareBody } from './request-digest'
-import type { RequestFacts } from './response-check'
+import { blobDigest, blobOf, knownBytes } from './request-digest'
 
 type Pairs = Array<[string, string | string[]]>
 
@@ -36,27 +35,6 @@ export function fieldValues (pairs: Pairs): Map<string, string> {
   return values
 }
 
-// The request's fields a 406 or a digest problem may be about, in this order.
-const FACT_FIELDS = [
-  'Repr-Digest', 'Content-Digest', 'Unencoded-Digest',
-  'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest'
-]
-
-function requestFacts (method: string, values: ReadonlyMap<string, string>): RequestFacts {
-  const trailers = /(^|,)\s*trailers\s*(;|,|$)/i.test(values.get('te') ?? '')
-  for (const field of FACT_FIELDS) {
-    const value = values.get(field.toLowerCase())
-    if (value === undefined) continue
-    let algorithm: string | null = null
-    try {
-      const members = field.startsWith('Want-') ? parseWantField(value) : parseDigestField(value)
-      algorithm = members?.keys().next().value ?? null
-    } catch {}
-    return { method, trailers, digestField: field, digestAlgorithm: algorithm }
-  }
-  return { method, trailers, digestField: null, digestAlgorithm: null }
-}
-
 /** `new Agent().compose(digestInterceptor({ verify: 'required' }))`; options validated here, once. */
 export function digestInterceptor (options?: DigestInterceptorOptions): Dispatcher.DispatcherComposeInterceptor {
   const params = normalizeClientOptions(options)
@@ -65,7 +43,7 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
   // a client that reads them (RFC 9110 §6.5.1, §10.1.4; the one TE HTTP/2 allows, RFC 9113 §8.2.2).
   const added = params.verify === 'required' ? [...params.want, ['te', 'trailers'] as [string, string]] : params.want
   return (dispatch) => function digestDispatch (opts, handler) {
-    const pairs = headerPairs(opts.headers)
+    let pairs = headerPairs(opts.headers)
     // The fields by lowercase name, kept in step with `pairs`: read once, for what is added and for the response's
     // check.
     const given = fieldValues(pairs)
@@ -74,33 +52,33 @@ export function digestInterceptor (options?: DigestInterceptorOptions): Dispatch
       pairs.push([name, value])
       given.set(name, value)
     }
-    const send = (fields: Pairs, body: unknown, contentDigest: string | null = null): boolean => {
+    const send = (body: unknown, contentDigest: string | null = null): boolean => {
       if (contentDigest !== null) {
-        fields.push(['content-digest', contentDigest])
+        pairs.push(['content-digest', contentDigest])
         given.set('content-digest', contentDigest)
       }
-      const next = new DigestHandler(handler, params, requestFacts((opts.method ?? 'GET').toUpperCase(), given))
-      const sent = { ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: fields.flat() as string[] }
+      const next = new DigestHandler(handler, params, (opts.method ?? 'GET').toUpperCase(), given)
+      const sent = { ...opts, body: body as Dispatcher.DispatchOptions['body'], headers: pairs.flat() as string[] }
       return dispatch(sent, next)
     }
+    const body: unknown = opts.body
     // A Content-Digest the caller gives is kept, and the body sent as it is.
-    if (given.has('content-digest')) return send(pairs, opts.body)
-    const bytes = knownBytes(opts.body)
-    if (bytes !== null) return send(pairs, opts.body, digestFieldOf(algorithm, bytes, true) as string)
-    const prepared = prepareBody(opts.body, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal)
-    if (prepared === null) return send(pairs, opts.body)
-    // A Blob or FormData is hashed first; an error fails the request as in undici's lib/interceptor/dns.js.
-    const fail = (err: Error): void => handler.onResponseError?.(null as never, err)
-    prepared.then((body) => {
-      try {
-        // A FormData's Content-Type (with the boundary) replaces any given.
-        const fields = pairs.filter(([name]) => body.contentType === null || name.toLowerCase() !== 'content-type')
-        if (body.contentType !== null) fields.push(['content-type', body.contentType])
-        send(fields, body.body, body.field)
-      } catch (err) {
-        fail(err as Error)
+    if (given.has('content-digest')) return send(body)
+    const bytes = knownBytes(body)
+    if (bytes !== null) return send(body, digestFieldOf(algorithm, bytes, true) as string)
+    const blob = blobOf(body)
+    if (blob === null) return send(body)
+    // A Blob or FormData is hashed first, and sent even once the signal aborted the hashing, for undici to abort
+    // (undici 8 refuses a FormData not its own before it looks at the signal: lib/core/request.js,
+    // isUndiciFormData); an error fails the request as in undici's lib/interceptor/dns.js.
+    blobDigest(blob, algorithm, (opts as { signal?: { aborted?: unknown } | null }).signal).then((field) => {
+      // A FormData's Content-Type (with the boundary) replaces any given.
+      if (blob !== body) {
+        pairs = pairs.filter(([name]) => name.toLowerCase() !== 'content-type')
+        pairs.push(['content-type', blob.type])
       }
-    }, fail)
+      send(blob, field)
+    }).catch((err: Error) => handler.onResponseError?.(null as never, err))
     return true
   }
 }

@@ -51,28 +51,21 @@ export function knownBytes (body: unknown): Uint8Array | string | null {
   return body instanceof ArrayBuffer ? new Uint8Array(body) : null
 }
 
-/**
- * A Blob or FormData body once hashed: the Blob to send, the Content-Type to send (a FormData's) or null, the field,
- * null when `stop` aborted the hashing. The Blob is sent even then, for undici to abort: undici 8 refuses a FormData
- * not its own before it looks at the signal (lib/core/request.js, isUndiciFormData).
- */
-interface PreparedBody { body: Blob, contentType: string | null, field: string | null }
+/** A Blob body as it is, a FormData's serialization (formDataBlob()); null for any other body. */
+export function blobOf (body: unknown): Blob | null {
+  return body instanceof Blob ? body : isFormData(body) ? formDataBlob(body) : null
+}
 
-/** For a Blob or FormData, what to send; null for any other body. */
-export function prepareBody (
-  body: unknown, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null
-): Promise<PreparedBody> | null {
-  const blob = body instanceof Blob ? body : isFormData(body) ? formDataBlob(body) : null
-  if (blob === null) return null
-  return (async () => {
-    const hasher = new MultiDigester(algorithms)
-    const contentType = blob === body ? null : blob.type
-    for await (const chunk of blob.stream()) {
-      if (stop?.aborted === true) return { body: blob, contentType, field: null }
-      hasher.update(chunk)
-    }
-    return { body: blob, contentType, field: serializeDigestField(hasher.digest(), { strict: true }) }
-  })()
+/** A Blob's Content-Digest, hashed as a stream; null when `stop` aborted the hashing. */
+export async function blobDigest (
+  blob: Blob, algorithms: readonly DigestAlgorithm[], stop?: { aborted?: unknown } | null
+): Promise<string | null> {
+  const hasher = new MultiDigester(algorithms)
+  for await (const chunk of blob.stream()) {
+    if (stop?.aborted === true) return null
+    hasher.update(chunk)
+  }
+  return serializeDigestField(hasher.digest(), { strict: true })
 }
 
 /**
@@ -131,11 +124,10 @@ export async function digestBody (
   if (bytes !== null) {
     return { body: body as DigestibleBody, headers: fields(digestFieldOf(algorithms, bytes, true) as string) }
   }
-  const prepared = await prepareBody(body, algorithms)
-  if (prepared === null) {
+  const blob = blobOf(body)
+  if (blob === null) {
     throw new TypeError('digestBody() takes a string, an ArrayBuffer, a typed array, a Blob or a FormData')
   }
-  const headers = fields(prepared.field as string) // without a signal: hashed whole
-  const type = prepared.contentType
-  return { body: prepared.body, headers: type === null ? headers : { ...headers, 'content-type': type } }
+  const headers = fields(await blobDigest(blob, algorithms) as string) // without a signal: hashed whole
+  return { body: blob, headers: blob === body ? headers : { ...headers, 'content-type': blob.type } }
 }

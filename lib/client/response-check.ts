@@ -7,7 +7,7 @@ import {
 } from '../core/content-decoding'
 import { MultiDigester, type DigestResults } from '../core/digest-stream'
 import { clientErrors } from '../core/errors'
-import { parseDigestField } from '../core/fields'
+import { parseDigestField, parseWantField } from '../core/fields'
 import { verifyDigests } from '../core/compare'
 import { ALGORITHMS } from '../core/algorithms'
 import type { ClientParams } from './client-options'
@@ -16,10 +16,9 @@ import type { ClientParams } from './client-options'
 // once the first decoder queued HOLD_SIZE, until its 'drain': undici's resume() reads the
 // socket's whole buffer (7.30.2 lib/dispatcher/client-h1.js:284-303, 8.13.1 :296-316),
 // quadratic if held per 16 KiB.
-export const CHUNK_SIZE = 64 * 1024
 export const HOLD_SIZE = 1024 * 1024
 const BATCH_SIZE = 256 * 1024
-const PROFILE = { chunkSize: CHUNK_SIZE, queue: HOLD_SIZE, rawDeflate: true }
+const PROFILE = { chunkSize: 64 * 1024, queue: HOLD_SIZE, rawDeflate: true }
 
 const MAX_PROBLEM_SIZE = 64 * 1024 // a larger body is not read as a problem
 const DIGEST_TYPE = 'https://iana.org/assignments/http-problem-types#digest-'
@@ -32,15 +31,23 @@ function responseField (headers: ResponseHeaders, name: string): string | undefi
   return Array.isArray(value) ? value.join(', ') : value
 }
 
-/**
- * The request's method, whether it sent `TE: trailers`, and the digest field (and its first algorithm) a refusal is
- * about.
- */
-export interface RequestFacts {
-  readonly method: string
-  readonly trailers: boolean
-  readonly digestField: string | null
-  readonly digestAlgorithm: string | null
+/** The request's header fields by lowercase name (interceptor.ts, fieldValues()). */
+export type RequestFields = ReadonlyMap<string, string>
+
+// The request's fields a 406 or a digest problem may be about, in this order.
+const ASKED_FIELDS = [
+  'Repr-Digest', 'Content-Digest', 'Unencoded-Digest',
+  'Want-Repr-Digest', 'Want-Content-Digest', 'Want-Unencoded-Digest'
+]
+
+/** The first algorithm of the request's digest or Want-* `field`, or null when it does not parse. */
+function firstAlgorithm (field: string, value: string): string | null {
+  try {
+    const members = field.startsWith('Want-') ? parseWantField(value) : parseDigestField(value)
+    return members?.keys().next().value ?? null
+  } catch {
+    return null
+  }
 }
 
 /** The error of `code`, carrying the `field` and `algorithm` at fault. */
@@ -67,20 +74,21 @@ function problemOf (body: Buffer | null, coding: string | null): Record<string, 
  * A 406 to a request with digest fields, or problem details (RFC 9457) of a digest-fields type or FST_DIGEST_* `code`.
  */
 function refusalOf (
-  status: number, request: RequestFacts, body: Buffer | null, coding: string | null
+  status: number, request: RequestFields, body: Buffer | null, coding: string | null
 ): DigestClientError | null {
-  const { digestField, digestAlgorithm } = request
+  const digestField = ASKED_FIELDS.find((field) => request.has(field.toLowerCase())) ?? null
   if (status === 406 && digestField !== null) {
-    return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, digestAlgorithm)
+    const value = request.get(digestField.toLowerCase()) as string
+    return clientError('FST_DIGEST_NOT_ACCEPTABLE', digestField, firstAlgorithm(digestField, value))
   }
   const problem = problemOf(body, coding)
   if (problem === null) return null
   const { type, code, detail, title } = problem
   const typed = typeof type === 'string' && type.startsWith(DIGEST_TYPE)
   if (!typed && !(typeof code === 'string' && code.startsWith('FST_DIGEST_'))) return null
-  const member = (['mismatched_digests', 'invalid_digests', 'unsupported_algorithms'].map((key) => problem[key])
-    .map((list) => Array.isArray(list) ? list[0] as unknown : null)
-    .find((first) => first !== null && typeof first === 'object') ?? {}) as Record<string, unknown>
+  const member = ['mismatched_digests', 'invalid_digests', 'unsupported_algorithms']
+    .map((key) => Array.isArray(problem[key]) ? (problem[key] as unknown[])[0] : null)
+    .find((first) => first !== null && typeof first === 'object') as Record<string, unknown> | undefined ?? {}
   const asked = digestField === null || digestField.startsWith('Want-') ? 'Content-Digest' : digestField
   const field = typeof member.header === 'string' ? member.header : asked
   const text = typeof detail === 'string' ? detail : typeof title === 'string' ? title : String(type ?? code)
@@ -100,12 +108,9 @@ function badResult ({ results }: FieldVerification): AlgorithmResult | undefined
 /** A digest field received, and what it is the digest of: the bytes as received ('coded'), decoded, or either. */
 interface Received { field: DigestFieldName, digests: DigestMap, reading: ClientParams['reprDigest'] }
 
-/** A field's verification; whether against the decoded content (not the bytes received); `stale`: a field of the
- * bytes received that does not match them, but matches the decoded content. */
-interface Checked { verification: FieldVerification, decoded: boolean, stale: boolean }
-
-/** The fields' outcomes: the first at fault; whether every field at fault is stale; whether a field matched the bytes
- * received; the fields that matched the decoded content; an unchecked field. */
+/** The fields' outcomes: the first at fault; whether every field at fault is one of the bytes received that matches
+ * the decoded content instead; whether a field matched the bytes received; the fields that matched the decoded
+ * content; an unchecked field. */
 interface Tally {
   failure: DigestClientError | null
   stale: boolean
@@ -118,23 +123,23 @@ const HEAD_UNCHECKED = 'a HEAD response may carry the digest of the GET response
 
 export class ResponseCheck {
   readonly #received: Received[] = []
-  readonly #errors: DigestClientError[] = []
+  #invalid: DigestClientError | null = null // the first field that does not parse
   readonly #fields: readonly DigestFieldName[] // the fields checked on this response
   readonly #coding: string | null // a content coding, one not decoded here included
   readonly #trailerFields: boolean
   readonly empty: boolean // no content can follow
   #hasher: MultiDigester | null = null
   #decoder: DecodingTap | null = null
-  #undecodable: string | null = null // why no decoder runs for a coding
   #problem: Buffer | null = null // a body that may be a digest problem, up to MAX_PROBLEM_SIZE
 
   constructor (
     private readonly params: ClientParams,
-    private readonly request: RequestFacts,
+    private readonly method: string,
+    private readonly request: RequestFields,
     private readonly status: number,
     headers: ResponseHeaders
   ) {
-    const head = request.method === 'HEAD'
+    const head = method === 'HEAD'
     this.empty = head || status === 204 || status === 304
     const ofRepr = !head && ![204, 206, 304].includes(status)
     this.#fields = FIELDS.filter((f) =>
@@ -142,9 +147,9 @@ export class ResponseCheck {
     this.#coding = contentCoding(responseField(headers, 'content-encoding'))
     this.#read(headers)
     const inHead = this.#received.some(({ digests }) => params.algorithms.some((a) => digests.has(a)))
-    const trailer = (responseField(headers, 'trailer') ?? '').toLowerCase()
-    const announced = /content-digest|repr-digest|unencoded-digest/.test(trailer)
-    this.#trailerFields = !this.empty && (announced || (request.trailers && !inHead))
+    const announced = /content-digest|repr-digest|unencoded-digest/i.test(responseField(headers, 'trailer') ?? '')
+    const asked = /(^|,)\s*trailers\s*(;|,|$)/i.test(request.get('te') ?? '') // TE: trailers
+    this.#trailerFields = !this.empty && (announced || (asked && !inHead))
     const type = responseField(headers, 'content-type')
     const problem = type?.trim().toLowerCase().startsWith('application/problem+json') === true
     if (status >= 400 && problem) this.#problem = Buffer.alloc(0)
@@ -162,10 +167,6 @@ export class ResponseCheck {
     if (decoded.length === 0) return
     const stages = createContentDecoders(this.#coding as string, PROFILE)
     if (stages !== null) this.#decoder = new DecodingTap(stages, decoded, params.maxDecodedSize, BATCH_SIZE)
-    else {
-      this.#undecodable = `content coding "${this.#coding as string}" is not decoded here ` +
-        `(${DECODABLE_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
-    }
   }
 
   /** The digest fields checked, from the head or the trailers. */
@@ -180,7 +181,7 @@ export class ResponseCheck {
           : field === 'Repr-Digest' ? this.params.reprDigest : 'decoded'
         if (digests !== null) this.#received.push({ field, digests, reading })
       } catch (err) {
-        this.#errors.push(clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message))
+        this.#invalid ??= clientError('FST_DIGEST_RESPONSE_INVALID_FIELD', field, null, (err as Error).message)
       }
     }
   }
@@ -209,23 +210,16 @@ export class ResponseCheck {
     if (this.#trailerFields) this.#read(trailers)
     const coded = this.#hasher?.digest() ?? UNKNOWN
     const decoder = this.#decoder
-    if (decoder === null) return done(this.#verdict(coded, null, this.#undecodable))
-    decoder.end(() => {
-      const tooLarge = decoder.failure === 'too-large'
-        ? `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)`
-        : null
-      done(this.#verdict(coded, decoder.digests, tooLarge))
-    })
+    if (decoder === null) return done(this.#verdict(coded, null))
+    decoder.end(() => done(this.#verdict(coded, decoder.digests)))
   }
 
-  /** `decoded`: the decoded content's digests, if known; `undecoded`: why they are unknown, or null. */
-  #verdict (coded: DigestResults, decoded: DigestResults | null, undecoded: string | null): Error | null {
-    if (this.status === 304 || this.#errors.length > 0) return this.#errors[0] ?? null
+  /** `decoded`: the decoded content's digests, if known. */
+  #verdict (coded: DigestResults, decoded: DigestResults | null): Error | null {
+    if (this.status === 304 || this.#invalid !== null) return this.#invalid
     const tally: Tally = { failure: null, stale: true, overCoded: false, overDecoded: [], notChecked: null }
-    for (const received of this.#received) {
-      this.#count(tally, received, this.#verify(received, coded, decoded), undecoded)
-    }
-    const failure = tally.failure === null ? null : this.#reencoded(tally)
+    for (const received of this.#received) this.#count(tally, received, coded, decoded)
+    const failure = this.#reencoded(tally)
     if (failure !== null) return failure
     const refusal = refusalOf(this.status, this.request, this.#problem, this.#coding)
     const verified = tally.overCoded || tally.overDecoded.length > 0
@@ -234,27 +228,47 @@ export class ResponseCheck {
     return tally.notChecked ?? clientError('FST_DIGEST_RESPONSE_MISSING', all, this.params.algorithms.join(', '))
   }
 
-  /** One field's outcome added to `tally`. */
-  #count (tally: Tally, { field, reading }: Received, checked: Checked, undecoded: string | null): void {
-    const { verification, decoded, stale } = checked
+  /**
+   * One field's outcome added to `tally`: a field of the bytes received or of either reading that does not match them
+   * is checked against the decoded content too.
+   */
+  #count (tally: Tally, received: Received, coded: DigestResults, decoded: DigestResults | null): void {
+    const { field, digests, reading } = received
+    const enabled = this.params.algorithms
+    const verification = verifyDigests(field, digests, reading === 'decoded' ? decoded ?? UNKNOWN : coded, enabled)
+    const ofDecoded = reading === 'decoded'
+      ? verification.ok
+      : !verification.ok && decoded !== null && verifyDigests(field, digests, decoded, enabled).ok
     const bad = badResult(verification)
-    if (undecoded !== null && bad?.outcome === 'mismatched' && reading !== 'coded') {
-      // Not the coded bytes' digest; maybe the decoded ones', unknown here.
-      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, undecoded)
-    } else if (bad?.outcome === 'mismatched' && this.request.method === 'HEAD') {
-      // Not the empty content's (RFC 9530 B.2); maybe the GET's, whose fields a HEAD may carry (RFC 9110 §9.3.2),
-      // as a cache answering it from a stored GET sends them (RFC 9111 §4).
-      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, HEAD_UNCHECKED)
-    } else if (bad !== undefined) {
+    const unchecked = bad?.outcome === 'mismatched' ? this.#unchecked(reading) : null
+    if (ofDecoded && reading !== 'coded') {
+      tally.overDecoded.push(field)
+    } else if (bad === undefined) {
+      tally.overCoded ||= verification.ok
+    } else if (unchecked !== null) {
+      tally.notChecked = clientError('FST_DIGEST_RESPONSE_UNCHECKED', field, bad.algorithm, unchecked)
+    } else {
       const invalid = bad.outcome === 'invalid-length'
       tally.failure ??= clientError(invalid ? 'FST_DIGEST_RESPONSE_INVALID_VALUE' : 'FST_DIGEST_RESPONSE_MISMATCH',
         field, bad.algorithm)
-      tally.stale &&= stale
-    } else if (verification.ok && decoded) {
-      tally.overDecoded.push(field)
-    } else {
-      tally.overCoded ||= verification.ok
+      tally.stale &&= ofDecoded
     }
+  }
+
+  /** Why a field of `reading` that mismatched may be right after all, or null: it is then unchecked, not mismatched. */
+  #unchecked (reading: Received['reading']): string | null {
+    // Not the empty content's (RFC 9530 B.2); maybe the GET's, whose fields a HEAD may carry (RFC 9110 §9.3.2),
+    // as a cache answering it from a stored GET sends them (RFC 9111 §4). A HEAD's one field is its Content-Digest.
+    if (reading === 'coded') return this.method === 'HEAD' ? HEAD_UNCHECKED : null
+    // Not the coded bytes' digest; maybe the decoded ones', unknown here: the decoder that a field not of the bytes
+    // received wants did not run (a coding not decoded here) or stopped past maxDecodedSize.
+    if (this.#decoder === null) {
+      return `content coding "${this.#coding as string}" is not decoded here ` +
+        `(${DECODABLE_CODINGS.join(', ')}; at most ${MAX_CODINGS})`
+    }
+    return this.#decoder.failure === 'too-large'
+      ? `the decoded content exceeds maxDecodedSize (${this.params.maxDecodedSize} bytes)`
+      : null
   }
 
   // Re-encoded, not altered: every field at fault is one of the bytes received (Content-Digest, RFC 9530 §2;
@@ -267,13 +281,11 @@ export class ResponseCheck {
   // as br): a mismatch. Without a content coding every field is read over the bytes received (#read): a
   // Content-Digest failing where a Repr-Digest matches the same bytes is a wrong field, also a mismatch (as after
   // undici's decompress(), which removes Content-Encoding before this interceptor sees the response).
-  /** A tally's failure: the first, FST_DIGEST_RESPONSE_REENCODED, or null when that is accepted. */
+  /** A tally's failure: none, the first, FST_DIGEST_RESPONSE_REENCODED, or null when that is accepted. */
   #reencoded ({ failure, stale, overCoded, overDecoded }: Tally): Error | null {
-    const first = failure as DigestClientError
-    if (!stale || overCoded || overDecoded.length === 0) return first
-    const err = new clientErrors.FST_DIGEST_RESPONSE_REENCODED(first.field, first.algorithm, overDecoded.join(' and '))
-    const { field, algorithm } = first
-    const reencoded = Object.assign(err, { field, algorithm, matched: overDecoded }) as DigestClientError
+    if (failure === null || !stale || overCoded || overDecoded.length === 0) return failure
+    const reencoded = Object.assign(clientError('FST_DIGEST_RESPONSE_REENCODED', failure.field, failure.algorithm,
+      overDecoded.join(' and ')), { matched: overDecoded })
     const accept = this.params.acceptReencoded
     if (accept === false) return reencoded
     try {
@@ -282,17 +294,5 @@ export class ResponseCheck {
       return thrown as Error
     }
     return null
-  }
-
-  /** One field against the readings it may be of: the second, if any, when the first does not match. */
-  #verify ({ field, digests, reading }: Received, coded: DigestResults, decoded: DigestResults | null): Checked {
-    const enabled = this.params.algorithms
-    const verification = verifyDigests(field, digests, reading === 'decoded' ? decoded ?? UNKNOWN : coded, enabled)
-    const ofDecoded = (): boolean => decoded !== null && verifyDigests(field, digests, decoded, enabled).ok
-    const stale = reading === 'coded' && !verification.ok && ofDecoded()
-    const first = { verification, decoded: reading === 'decoded', stale }
-    if (reading !== 'either' || verification.ok || decoded === null) return first
-    const other = verifyDigests(field, digests, decoded, enabled)
-    return other.ok || badResult(verification) === undefined ? { verification: other, decoded: true, stale } : first
   }
 }

@@ -13,17 +13,17 @@ import { normalizeClientOptions } from '../../lib/client/client-options'
 import type { DigestClientError } from '../../types/client'
 import { sf, zstd } from '../helpers'
 
-const facts = { method: 'GET', trailers: true, digestField: null, digestAlgorithm: null }
+const te = new Map([['te', 'trailers']]) // the request's fields: TE: trailers
 
 function verdict (check: ResponseCheck, trailers: Record<string, string>): Promise<DigestClientError | null> {
   return new Promise((resolve) => check.finish(trailers, (err) => resolve(err as DigestClientError | null)))
 }
 
 test('a 206 with TE: trailers: the trailer Repr-Digest (of the whole) is not checked', async (t) => {
-  const check = new ResponseCheck(normalizeClientOptions(), facts, 206, {})
+  const check = new ResponseCheck(normalizeClientOptions(), 'GET', te, 206, {})
   check.update(Buffer.from('part'), null)
   t.equal(await verdict(check, { 'content-digest': sf('part'), 'repr-digest': sf('the whole') }), null)
-  const wrong = new ResponseCheck(normalizeClientOptions(), facts, 206, {})
+  const wrong = new ResponseCheck(normalizeClientOptions(), 'GET', te, 206, {})
   wrong.update(Buffer.from('part'), null)
   t.match(await verdict(wrong, { 'content-digest': sf('other') }), { code: 'FST_DIGEST_RESPONSE_MISMATCH' })
 })
@@ -31,7 +31,7 @@ test('a 206 with TE: trailers: the trailer Repr-Digest (of the whole) is not che
 test('HTTP/2 trailers as an object on the controller (array values too)', async (t) => {
   const ends: unknown[] = []
   const inner = { onResponseStart: () => {}, onResponseEnd: (_c: unknown, trailers: unknown) => { ends.push(trailers) } }
-  const handler = new DigestHandler(inner, normalizeClientOptions({ verify: 'required' }), facts)
+  const handler = new DigestHandler(inner, normalizeClientOptions({ verify: 'required' }), 'GET', te)
   const controller = { rawTrailers: { 'Content-Digest': [sf('ab')], other: 'x' } } as never
   handler.onResponseStart(controller, 200, {})
   handler.onResponseData(controller, Buffer.from('ab'))
@@ -61,10 +61,10 @@ const clientDecoder = (coding: string) => new DecodingTap(createContentDecoders(
 
 test('strict: a coded Repr-Digest that does not match is mismatched, even when the decoded reading (for Unencoded-Digest) is unknown', async (t) => {
   const headers = { 'content-encoding': 'x-unknown', 'repr-digest': sf('other'), 'unencoded-digest': sf('body') }
-  const check = new ResponseCheck(normalizeClientOptions({ strict: true }), { ...facts, trailers: false }, 200, headers)
+  const check = new ResponseCheck(normalizeClientOptions({ strict: true }), 'GET', new Map(), 200, headers)
   check.update(Buffer.from('coded'), null)
   t.match(await verdict(check, {}), { code: 'FST_DIGEST_RESPONSE_MISMATCH', field: 'Repr-Digest' })
-  const either = new ResponseCheck(normalizeClientOptions(), { ...facts, trailers: false }, 200, headers)
+  const either = new ResponseCheck(normalizeClientOptions(), 'GET', new Map(), 200, headers)
   either.update(Buffer.from('coded'), null)
   t.equal(await verdict(either, {}), null, 'by default, it may be the decoded bytes\' digest: unchecked')
 })

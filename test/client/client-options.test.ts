@@ -3,7 +3,7 @@
 // it does not check (upgrades, the start of a response).
 import { test } from 'tap'
 import { digestHeaders, digestInterceptor, clientErrors } from '../../lib/client/index'
-import { normalizeClientOptions, defaultMaxDecodedSize } from '../../lib/client/client-options'
+import { normalizeClientOptions } from '../../lib/client/client-options'
 import { fieldValues, headerPairs } from '../../lib/client/interceptor'
 import { DigestHandler } from '../../lib/client/handler'
 import { computeDigest } from '../../lib/core/algorithms'
@@ -12,7 +12,7 @@ import { sf } from '../helpers'
 
 test('defaults, and valid options', async (t) => {
   t.same(normalizeClientOptions(), {
-    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', want: [], maxDecodedSize: defaultMaxDecodedSize, acceptReencoded: false
+    algorithms: ['sha-256', 'sha-512'], verify: 'if-present', strict: false, reprDigest: 'either', want: [], maxDecodedSize: 64 * 1024 * 1024, acceptReencoded: false
   })
   const params = normalizeClientOptions({ algorithms: ['crc32c', 'sha-256'], verify: 'required', strict: true, want: { content: 'crc32c', repr: ['sha-256', 'crc32c'], unencoded: ['crc32c', 'sha-256'] }, maxDecodedSize: 0 })
   t.same(params, {
@@ -120,12 +120,12 @@ test('the handler passes on upgrades and the start of a response', async (t) => 
     onRequestUpgrade: () => { seen.push('upgrade') },
     onResponseStarted: () => { seen.push('started') }
   }
-  const handler = new DigestHandler(inner, normalizeClientOptions(), { method: 'GET', trailers: false, digestField: null, digestAlgorithm: null })
+  const handler = new DigestHandler(inner, normalizeClientOptions(), 'GET', new Map())
   handler.onRequestUpgrade({} as never, 101, {}, {})
   handler.onResponseStarted()
   t.same(seen, ['upgrade', 'started'])
   // A handler above without those methods: nothing to call, nothing thrown.
-  const bare = new DigestHandler({}, normalizeClientOptions(), { method: 'GET', trailers: false, digestField: null, digestAlgorithm: null })
+  const bare = new DigestHandler({}, normalizeClientOptions(), 'GET', new Map())
   t.doesNotThrow(() => bare.onRequestUpgrade({} as never, 101, {}, {}))
   t.doesNotThrow(() => bare.onResponseStarted())
 })
@@ -138,7 +138,7 @@ test('a head that failed: the rest of the exchange is not passed on', async (t) 
     onResponseEnd: () => { seen.push('end') },
     onResponseError: (_c: unknown, err: Error) => { seen.push(`error ${(err as Error & { code: string }).code}`) }
   }
-  const handler = new DigestHandler(inner, normalizeClientOptions(), { method: 'GET', trailers: false, digestField: null, digestAlgorithm: null })
+  const handler = new DigestHandler(inner, normalizeClientOptions(), 'GET', new Map())
   const controller = {} as never
   // A 204 has no content: a Content-Digest of other bytes fails the head.
   handler.onResponseStart(controller, 204, { 'content-digest': sf('not empty') })
@@ -156,7 +156,7 @@ test('the interceptor: method defaults to GET, request fields read leniently', a
   t.same(seen[0]?.opts.headers, ['want-repr-digest', 'sha-256=bad', 'want-content-digest', 'sha-256=10'])
   const inner = seen[0]?.handler as DigestHandler
   const errors: Error[] = []
-  const wrapped = new DigestHandler({ onResponseError: (_c, err) => { errors.push(err) }, onResponseStart: () => {} }, normalizeClientOptions(), { method: 'GET', trailers: false, digestField: 'Want-Repr-Digest', digestAlgorithm: null })
+  const wrapped = new DigestHandler({ onResponseError: (_c, err) => { errors.push(err) }, onResponseStart: () => {} }, normalizeClientOptions(), 'GET', new Map([['want-repr-digest', 'sha-256=bad']]))
   t.ok(inner instanceof DigestHandler)
   wrapped.onResponseStart({} as never, 406, {})
   wrapped.onResponseEnd({} as never, {})
