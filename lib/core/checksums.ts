@@ -15,7 +15,7 @@ function byteRegister (n: number, poly: number, reflected: boolean): number {
 }
 
 // Slice-by-8 tables of a CRC-32, reflected (LSB-first) or not: slice s maps a byte to its
-// contribution after s more zero bytes. Int32Array: V8 keeps int32 values unboxed.
+// contribution after s more zero bytes, a 32-bit register value.
 function sliceTables (poly: number, reflected: boolean): SliceTables {
   const table = new Int32Array(8 * 256)
   for (let n = 0; n < 256; n++) table[n] = byteRegister(n, poly, reflected)
@@ -73,8 +73,8 @@ export function cksumFinish (register: number, length: number): number {
 }
 
 const ADLER_BASE = 65521
-// Below zlib's NMAX (5552): 3848 = 8 × 481 keeps b below 2^31, a V8 small integer.
-const ADLER_NMAX = 3848
+// Sums reduced at least every 5552 bytes, zlib's NMAX: b stays below 2^32 (zlib adler32.c).
+const ADLER_NMAX = 5552
 
 /** Adler-32 (RFC 1950 §8.2): a = 1 + Σ bytes, b = Σ a, both mod 65521, (b << 16) | a; 1 to start. */
 export function adler32 (data: Uint8Array, previous = 1): number {
