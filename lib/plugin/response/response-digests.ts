@@ -41,7 +41,7 @@ export class ResponseDigests {
   #reprPayload: string | Buffer | null = null
   /** The hasher put around a streamed representation. */
   #reprStream: DigestTransform | null = null
-  /** Representation digests known at the representation stage (a HEAD of a stream, a file's). */
+  /** The identity representation's digests once known: a HEAD's of a stream, a file's, or of bytes (identity()). */
   #repr: DigestResults | null = null
   /** How many bytes a HEAD's representation digests cover. */
   #reprBytes = 0
@@ -217,12 +217,14 @@ export class ResponseDigests {
     return this.#emit(reply, body, hasher.digests, fields.mode.identity ? this.#identity() : null)
   }
 
-  /** The identity representation: a file's, a stream hashed as it flowed, or bytes compress turned into a stream. */
+  /**
+   * The identity representation: a file's, a stream hashed as it flowed, or bytes compress turned into a stream (hashed
+   * once).
+   */
   #identity (): DigestResults | null {
-    if (this.#file !== null) return this.#repr
-    if (this.delivery.partial) return null
+    if (this.#file !== null || this.delivery.partial) return this.#repr
     if (this.#reprStream !== null) return this.#reprStream.digests
-    return digestAll(this.fields.identityNeeded, this.#reprPayload as string | Buffer)
+    return (this.#repr ??= digestAll(this.fields.identityNeeded, this.#reprPayload as string | Buffer))
   }
 
   /** A stream's digest fields as trailers (a file's representation digests, known before any byte is sent: headers). */
