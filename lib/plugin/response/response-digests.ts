@@ -265,7 +265,7 @@ export class ResponseDigests {
       content = await sending.wholeContent(delivery.contentHashed)
       if (content === null) return null
     } else if (fields.content.length > 0) {
-      if (!sending.readsPart()) return null
+      if (!sending.readsPart) return null
       content = await sending.partContent(request, fields.content)
     }
     if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)

@@ -95,11 +95,18 @@ export class FileSending {
   /** The check failed while the content was read into memory: answered with a 500 instead (failed()). */
   #failure: Error | null = null
 
+  /** A 206's Content-Digest is read from the file first: neither a trailer nor a buffer can carry it. */
+  readonly readsPart: boolean
+
   /** `fields`, `maxBufferSize`: the response's plan and limit. */
   constructor (
     readonly file: FileResponse, readonly files: FileDigestCache, readonly fields: FieldPlan,
     readonly maxBufferSize: number
-  ) {}
+  ) {
+    const range = file.range
+    const large = range !== null && range.end - range.start >= maxBufferSize
+    this.readsPart = large && fields.content.length > 0 && !fields.trailers
+  }
 
   /** Its representation digests (cached): of the identity file, strict of the file as sent; whether one is unknown. */
   async hash (encoding: unknown): Promise<boolean> {
@@ -114,13 +121,6 @@ export class FileSending {
     return this.coded === null || (identity !== null && this.identity === null)
   }
 
-  /** Whether a 206's Content-Digest is read from the file first: neither a trailer nor a buffer can carry it. */
-  readsPart (): boolean {
-    const { file: { range }, fields } = this
-    const large = range !== null && range.end - range.start >= this.maxBufferSize
-    return large && fields.content.length > 0 && !fields.trailers
-  }
-
   /**
    * A GET's file stream, checked at its end against the digests it is sent with (`hashed`: the content's); a mismatch
    * cuts the response off.
@@ -130,7 +130,7 @@ export class FileSending {
     const range = file.range
     let algorithms = NONE
     if (range === null && !file.stale) algorithms = union(hashed, [...(this.coded?.keys() ?? NONE)])
-    else if (!file.stale && this.readsPart()) algorithms = this.fields.content
+    else if (!file.stale && this.readsPart) algorithms = this.fields.content
     const check = new CheckedStream(algorithms, (algorithm) => {
       // The whole file's digests a GET went out with, not matching the bytes read: a sidecar's, or the file changed.
       const err = range === null && files.refute(file)
