@@ -268,7 +268,7 @@ export class ResponseDigests {
       if (!sending.readsPart) return null
       content = await sending.partContent(request, fields.content)
     }
-    if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
+    if (content !== null) sending.expect(content)
     const out = this.#emit(reply, stream, content, this.#repr)
     if (out !== stream) stream.destroy()
     return out

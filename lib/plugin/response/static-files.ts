@@ -151,15 +151,20 @@ export class FileSending {
       reply.raw.destroy(err)
       return null
     })
+    this.stream = check
     if (range === null && this.coded !== null) {
-      for (const [a, v] of this.coded) check.expected.set(a, v)
+      this.expect(this.coded)
       check.once('close', files.sending(file))
     }
     // The file feeds the check: a read error fails the check; the check's failure (or a client gone) releases the file
     // without an error, which @fastify/static would answer a second time (it handles its stream's errors itself).
     pipeline(stream, check, () => {})
-    this.stream = check
     return check
+  }
+
+  /** `digests` of the content, which the GET's stream must match at its end. */
+  expect (digests: DigestResults): void {
+    for (const [a, v] of digests) (this.stream as CheckedStream).expected.set(a, v)
   }
 
   /** collectUpTo() of the content read from the file; null when its check failed meanwhile (then failed()). */
