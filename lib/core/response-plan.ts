@@ -188,27 +188,14 @@ function trailersAllowed (request: RequestFacts, params: DigestParams): boolean 
   return params.trailers && request.httpVersion !== '1.0' && typeof te === 'string' && TE_TRAILERS.test(te)
 }
 
-/** A field's algorithms by its Want-* (RFC 9530 §4); without one, the configured ones. */
+// A field's algorithms: by its valid Want-* (RFC 9530 §4); without one, by `other` (the other field's) when it is sent
+// unsolicited, so that a PUT with Want-Repr-Digest gets Content-Digest and Repr-Digest in the algorithm asked
+// (docs/design.md, "Negotiation", and its exchanges 1 and 5); else the configured ones.
 function selected (
-  want: string | string[] | undefined, params: DigestParams, unsolicited: readonly DigestAlgorithm[]
+  own: WantMap | null, other: WantMap | null, unsolicited: readonly DigestAlgorithm[], params: DigestParams
 ): readonly DigestAlgorithm[] {
-  const map = parseWantField(want)
-  return map === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want: map, unsolicited })
-}
-
-// Content-Digest and Repr-Digest: a field with a valid Want-* of its own follows it (RFC 9530 §4); one without follows
-// the other field's when it is sent unsolicited, so that a PUT with Want-Repr-Digest gets both fields in the algorithm
-// asked (docs/design.md, "Negotiation", and its exchanges 1 and 5).
-type Algorithms = readonly DigestAlgorithm[]
-
-function selectedPair (h: RequestFacts['headers'], params: DigestParams): [Algorithms, Algorithms] {
-  const content = parseWantField(h['want-content-digest'])
-  const repr = parseWantField(h['want-repr-digest'])
-  const pick = (own: WantMap | null, other: WantMap | null, unsolicited: Algorithms): Algorithms => {
-    const want = own ?? (unsolicited.length > 0 ? other : null)
-    return want === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want, unsolicited })
-  }
-  return [pick(content, repr, params.contentDigest), pick(repr, content, params.reprDigest)]
+  const want = own ?? (unsolicited.length > 0 ? other : null)
+  return want === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want, unsolicited })
 }
 
 /** A route's unsolicited Unencoded-Digest algorithms when signed, worked out once per route. */
@@ -223,12 +210,15 @@ function signedUnencoded (params: DigestParams): readonly DigestAlgorithm[] {
 /** The fields for this request on this route, or null when it carries none (only Vary is added). */
 export function planFields (request: RequestFacts, params: DigestParams): FieldPlan | null {
   const h = request.headers
-  const [content, repr] = selectedPair(h, params)
+  const wantContent = parseWantField(h['want-content-digest'])
+  const wantRepr = parseWantField(h['want-repr-digest'])
+  const content = selected(wantContent, wantRepr, params.contentDigest, params)
+  const repr = selected(wantRepr, wantContent, params.reprDigest, params)
   const signatures = params.integrityKeys.size === 0
     ? NO_SIGNATURES
     : signaturesFor(requestedSignatures(h['accept-signature'], params.integrityKeys), params.integritySignature)
   // A signed Unencoded-Digest carries sha-256 / sha-512 only, and always (WICG signature-based-sri).
-  const wanted = selected(h['want-unencoded-digest'], params, params.unencodedDigest)
+  const wanted = selected(parseWantField(h['want-unencoded-digest']), null, params.unencodedDigest, params)
   const unencoded = signatures.length === 0
     ? wanted
     : wanted === params.unencodedDigest ? signedUnencoded(params) : sriAlgorithms(wanted, params.algorithms)
