@@ -1,6 +1,6 @@
 // What a response carries, and in which mode (docs/design.md, "Two digests per response" to "Live streams"), and the
 // 406 rule. Pure: the request's facts (planFields), then the payload's (planDelivery).
-import type { DigestAlgorithm, DigestOmission, WantMap } from '../../types/index'
+import type { DigestAlgorithm, WantMap } from '../../types/index'
 import type { DigestParams } from './option-checks'
 import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
 import { parseDigestField, parseWantField, writtenAlike } from './fields'
@@ -117,18 +117,6 @@ export interface RequestFacts {
   readonly headers: Readonly<Partial<Record<typeof PLAN_FIELDS[number], string | string[]>>>
 }
 
-/** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
-export interface Mode {
-  /** The representation is the content as sent, coding included; every digest a Byte Sequence. */
-  readonly strict: boolean
-  /** A full response's identity representation is hashed (`identityNeeded`). */
-  readonly identity: boolean
-  /** Hashed over a @fastify/static response's identity file. */
-  readonly fileIdentity: readonly DigestAlgorithm[]
-  /** Representation algorithms hashed with a full response's content (strict: they are one). */
-  readonly coded: readonly DigestAlgorithm[]
-}
-
 /** The fields a response carries, from the request and the route alone: each field's algorithms (empty: no field). */
 export interface FieldPlan {
   readonly content: readonly DigestAlgorithm[]
@@ -142,7 +130,15 @@ export interface FieldPlan {
   readonly identityNeeded: readonly DigestAlgorithm[]
   /** The one value of every field when the bytes sent are the uncoded representation (sharedAlgorithms). */
   readonly shared: readonly DigestAlgorithm[] | null
-  readonly mode: Mode
+  /**
+   * The representation is the content as sent, coding included; every digest a Byte Sequence (RFC 9530 §3;
+   * docs/design.md, "Default mode and strict mode").
+   */
+  readonly strict: boolean
+  /** Hashed over a @fastify/static response's identity file. */
+  readonly fileIdentity: readonly DigestAlgorithm[]
+  /** Representation algorithms hashed with a full response's content (strict: they are one). */
+  readonly coded: readonly DigestAlgorithm[]
   readonly head: boolean
   /** The client accepts trailers and the route sends them (RFC 9110 §6.5, §10.1.4); never with a signature. */
   readonly trailers: boolean
@@ -158,14 +154,13 @@ export interface PayloadFacts {
 
 /**
  * headers (bytes hashed first), trailers (RFC 9530 §2), buffer (up to maxBufferSize), declared (no content), none
- * (`omitted`).
+ * (a live stream's fields omitted).
  */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
 
 /** How a response's planned fields travel, once its payload is known (planDelivery). */
 export interface Delivery {
   readonly transport: Transport
-  readonly omitted: DigestOmission['reason'] | null
   /** The plan's precondition, but for a live stream's GET, which decides none. */
   readonly precondition: Precondition | null
   /** A 206: the part's Content-Digest, the whole representation's Repr-Digest (RFC 9530 §3, B.3). */
@@ -233,9 +228,6 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
   const strict = params.strict
   const identityNeeded = strict && !head ? unencoded : union(reprNeeded, unencoded)
   const shared = precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null
-  const mode: Mode = strict
-    ? { strict, identity: unencoded.length > 0, fileIdentity: unencoded, coded: reprNeeded }
-    : { strict, identity: true, fileIdentity: identityNeeded, coded: NONE }
   // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
   const trailers = signatures.length === 0 && trailersAllowed(request, params)
   return {
@@ -247,7 +239,9 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
     reprNeeded,
     identityNeeded,
     shared,
-    mode,
+    strict,
+    fileIdentity: strict ? unencoded : identityNeeded,
+    coded: strict ? reprNeeded : NONE,
     head,
     trailers,
     signatures
@@ -273,10 +267,9 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Deliver
   const live = transport !== 'declared' && payload.kind === 'stream' && payload.live
   return {
     transport,
-    omitted: transport === 'none' ? 'live-stream' : null,
     precondition: live && !fields.head ? null : fields.precondition,
     partial,
-    contentHashed: union(fields.content, partial ? NONE : fields.mode.coded),
-    reprFrom: !fields.mode.strict ? 'identity' : !partial && !fields.head ? 'content' : 'sent'
+    contentHashed: union(fields.content, partial ? NONE : fields.coded),
+    reprFrom: !fields.strict ? 'identity' : !partial && !fields.head ? 'content' : 'sent'
   }
 }

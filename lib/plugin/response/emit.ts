@@ -84,7 +84,7 @@ export function answerStale (reply: FastifyReply, fields: FieldPlan, repr: Diges
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
   const content = fields.head ? '' : STALE_PROBLEM
-  const strict = fields.mode.strict
+  const strict = fields.strict
   const reprValue = serializeSelected(repr, [fields.preconditionAlgorithm], strict)
   writeFields(reply, digestFieldOf(fields.content, content, strict), reprValue, null)
   return content

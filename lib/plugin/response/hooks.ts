@@ -91,7 +91,7 @@ function usualResponse (
   const write = shared === usual.plan?.shared
     ? usual.write
     : shared === usual.asked?.plan?.shared ? usual.asked.write : null
-  const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
+  const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.strict) as string
   const { content, repr, unencoded } = fields
   writeFields(
     reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null,

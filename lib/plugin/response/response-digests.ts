@@ -59,7 +59,7 @@ export class ResponseDigests {
     this.#precondition = delivery.precondition
     this.#reprEncoding = reply.getHeader('content-encoding')
     this.#identityUncoded = uncoded(this.#reprEncoding)
-    this.#omitted = delivery.omitted
+    this.#omitted = delivery.transport === 'none' ? 'live-stream' : null
   }
 
   /** The representation stage for a string, a Buffer or no payload (synchronous: no promise per response). */
@@ -111,8 +111,9 @@ export class ResponseDigests {
       this.#reprBytes = whole?.bytes ?? 0
       return Readable.from([])
     }
-    // Strict mode without Unencoded-Digest: the representation is what the content stage sees.
-    if (!fields.mode.identity) return payload
+    // Nothing hashed over the identity representation (strict mode without Unencoded-Digest): the content stage's
+    // hashing serves.
+    if (fields.identityNeeded.length === 0) return payload
     // The content algorithms ride along: an unchanged stream is hashed once.
     const algorithms = union(union(fields.identityNeeded, fields.reprNeeded), fields.content)
     return (this.#reprStream = hashThrough(payload, algorithms))
@@ -144,7 +145,7 @@ export class ResponseDigests {
     if (this.delivery.transport === 'declared') {
       // No content: Repr-Digest and Unencoded-Digest only when declared.
       const unencoded = serializeSelected(this.#unencodedDigests(reply, null), fields.unencoded, true)
-      const repr = serializeSelected(getDeclared(reply)?.repr ?? null, fields.repr, fields.mode.strict)
+      const repr = serializeSelected(getDeclared(reply)?.repr ?? null, fields.repr, fields.strict)
       writeFields(reply, null, repr, unencoded)
       return payload
     }
@@ -169,7 +170,7 @@ export class ResponseDigests {
       return this.#emit(reply, payload, content, partial ? null : content)
     }
     const reprPayload = this.#reprPayload
-    const identity = !partial && reprPayload !== null && fields.mode.identity
+    const identity = !partial && reprPayload !== null && fields.identityNeeded.length > 0
       ? digestAll(fields.identityNeeded, reprPayload)
       : this.#repr
     return this.#emit(reply, payload, digestAll(contentHashed, bytes), identity)
@@ -214,7 +215,7 @@ export class ResponseDigests {
     }
     const body = Buffer.concat(collected.chunks)
     reply.header('content-length', body.byteLength)
-    return this.#emit(reply, body, hasher.digests, fields.mode.identity ? this.#identity() : null)
+    return this.#emit(reply, body, hasher.digests, fields.identityNeeded.length > 0 ? this.#identity() : null)
   }
 
   /**
@@ -234,7 +235,7 @@ export class ResponseDigests {
     const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
     const trailers = new DigestTrailers(reply, hook)
     const file = this.#file !== null
-    const strict = fields.mode.strict
+    const strict = fields.strict
     const fromContent = delivery.reprFrom === 'content'
     const repr: Compute = (r) => this.#reprOf(r, hasher.digests, fromContent ? null : this.#identity())
     const unencoded: Compute = (r) => this.#unencodedDigests(r, this.#identity())
@@ -310,7 +311,7 @@ export class ResponseDigests {
     reply: FastifyReply, payload: Payload, content: DigestResults | null, identity: DigestResults | null
   ): Payload {
     const { fields } = this
-    const strict = fields.mode.strict
+    const strict = fields.strict
     const repr = this.#reprOf(reply, content, identity)
     const refused = this.#decidePrecondition(reply, repr)
     if (refused !== null) return refused

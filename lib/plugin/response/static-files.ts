@@ -112,7 +112,7 @@ export class FileSending {
   async hash (encoding: unknown): Promise<boolean> {
     const { file, files } = this
     if (file.stale) return false
-    const { fileIdentity, coded } = this.fields.mode
+    const { fileIdentity, coded } = this.fields
     const identity = fileIdentity.length === 0 ? file : await identityFile(file, encoding)
     this.original = identity !== file && identity !== null
     this.coded = await files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
@@ -187,8 +187,8 @@ export class FileSending {
     const detail = 'The file did not match the digests it was to be sent with'
     const body = Buffer.from(JSON.stringify(blankProblem(500, err.code, detail)))
     reply.header('content-type', PROBLEM_CONTENT_TYPE).header('content-length', body.byteLength)
-    const { content, repr, mode } = this.fields
-    writeFields(reply, digestFieldOf(content, body, mode.strict), digestFieldOf(repr, body, mode.strict), null)
+    const { content, repr, strict } = this.fields
+    writeFields(reply, digestFieldOf(content, body, strict), digestFieldOf(repr, body, strict), null)
     return body
   }
 
