@@ -45,8 +45,6 @@ export class ResponseDigests {
   #repr: DigestResults | null = null
   /** How many bytes a HEAD's representation digests cover. */
   #reprBytes = 0
-  /** The identity digests are of the uncoded representation (no coding of the route's, or a pre-compressed file's). */
-  #identityUncoded: boolean
   #omitted: DigestOmission['reason'] | null
   /** Content-Encoding as the representation stage saw it (compress sets its own later). */
   readonly #reprEncoding: unknown
@@ -58,7 +56,6 @@ export class ResponseDigests {
   ) {
     this.#precondition = delivery.precondition
     this.#reprEncoding = reply.getHeader('content-encoding')
-    this.#identityUncoded = uncoded(this.#reprEncoding)
     this.#omitted = delivery.transport === 'none' ? 'live-stream' : null
   }
 
@@ -127,7 +124,6 @@ export class ResponseDigests {
     const sending = this.#file = new FileSending(file, context.files, this.fields, params.maxBufferSize)
     const unknown = await sending.hash(this.#reprEncoding)
     this.#repr = sending.identity
-    if (sending.original) this.#identityUncoded = true
     // Being hashed in the background: left out for now.
     if (params.fileHashing === 'background' && unknown) this.#omitted = 'file-not-hashed'
     return file.stream === null ? payload : sending.checked(reply, payload, this.delivery.contentHashed)
@@ -292,7 +288,9 @@ export class ResponseDigests {
    */
   #unencodedDigests (reply: FastifyReply, identity: DigestResults | null): DigestResults | null {
     const algs = this.fields.unencoded
-    const computed = this.#identityUncoded ? withDeclared(reply, 'repr', identity, algs) : null
+    // The identity digests are of the uncoded representation: no coding of the route's, or a pre-compressed file's.
+    const uncodedIdentity = uncoded(this.#reprEncoding) || this.#file?.original === true
+    const computed = uncodedIdentity ? withDeclared(reply, 'repr', identity, algs) : null
     return withDeclared(reply, 'unencoded', computed, algs)
   }
 
