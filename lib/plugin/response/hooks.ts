@@ -141,7 +141,7 @@ class RouteStages implements RouteResponse {
       }, done)
       return
     }
-    slot(request)[kResponseState] = ResponseDigests.ofBytes(request, reply, unwrapped, fields, this)
+    slot(request)[kResponseState] = ResponseDigests.ofBytes(reply, unwrapped, fields, this)
     this.#representationDone(request, reply, unwrapped, done, both)
   }
 

@@ -31,20 +31,21 @@ export interface RouteResponse {
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
 function heldError (): void {}
 
-/** A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's. */
-const NO_BYTES = Buffer.alloc(0)
+/** A HEAD's Content-Length stands for the `bytes` hashed, or for no body in particular (none). */
+function sameLength (reply: FastifyReply, bytes: number): boolean {
+  const length = reply.getHeader('content-length')
+  return length === undefined || Number(length) === bytes
+}
 
 export class ResponseDigests {
   /** The precondition until it is decided (once: decidePrecondition()). */
   #precondition: Precondition | null
-  /** The representation stage's bytes: a string or Buffer payload, '' for none (but a HEAD's). */
+  /** The representation stage's bytes (but a HEAD's): a string or Buffer payload, '' for none. */
   #reprPayload: string | Buffer | null = null
   /** The hasher put around a streamed representation. */
   #reprStream: DigestTransform | null = null
-  /** The identity representation's digests once known: a HEAD's of a stream, a file's, or of bytes (identity()). */
+  /** The identity representation's digests once known: a HEAD's, a file's, or of bytes (identity()). */
   #repr: DigestResults | null = null
-  /** How many bytes a HEAD's representation digests cover. */
-  #reprBytes = 0
   #omitted: DigestOmission['reason'] | null
   /** Content-Encoding as the representation stage saw it (compress sets its own later). */
   readonly #reprEncoding: unknown
@@ -60,15 +61,16 @@ export class ResponseDigests {
   }
 
   /** The representation stage for a string, a Buffer or no payload (synchronous: no promise per response). */
-  static ofBytes (
-    request: FastifyRequest, reply: FastifyReply, payload: Payload, fields: FieldPlan, route: RouteResponse
-  ): ResponseDigests {
+  static ofBytes (reply: FastifyReply, payload: Payload, fields: FieldPlan, route: RouteResponse): ResponseDigests {
     const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
     const delivery = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
     const response = new ResponseDigests(fields, delivery, route, reply)
-    // No payload: an empty representation, except for a HEAD, whose handler need not produce one.
-    if (bytes) response.#reprPayload = payload
-    else if (request.method !== 'HEAD') response.#reprPayload = ''
+    // No payload: an empty representation, except for a HEAD, whose handler need not produce one. A HEAD's identity
+    // digests are none when its Content-Length stands for another body than the one hashed.
+    if (!fields.head) response.#reprPayload = bytes ? payload : ''
+    else if (bytes && sameLength(reply, Buffer.byteLength(payload))) {
+      response.#repr = digestAll(fields.identityNeeded, payload)
+    }
     return response
   }
 
@@ -101,11 +103,9 @@ export class ResponseDigests {
     if (fields.head) {
       // A HEAD has no content to carry trailers: the representation hashed now, up to maxBufferSize. Another length
       // than the Content-Length (read before compress removes it) stands for another body.
-      const length = reply.getHeader('content-length')
       const whole = await hashWhole(payload, fields.identityNeeded, this.route.params.maxBufferSize)
       if (whole === null) this.#omitted = 'over-max-buffer-size'
-      else if (length === undefined || Number(length) === whole.bytes) this.#repr = whole.digests
-      this.#reprBytes = whole?.bytes ?? 0
+      else if (sameLength(reply, whole.bytes)) this.#repr = whole.digests
       return Readable.from([])
     }
     // Nothing hashed over the identity representation (strict mode without Unencoded-Digest): the content stage's
@@ -157,7 +157,8 @@ export class ResponseDigests {
   /** The content stage for string, Buffer and empty payloads, and for every HEAD. */
   #buffered (reply: FastifyReply, payload: Payload): Payload {
     const { fields, delivery: { partial, contentHashed } } = this
-    if (fields.head) return this.#emit(reply, payload, digestAll(fields.content, NO_BYTES), this.#headIdentity(reply))
+    // A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's.
+    if (fields.head) return this.#emit(reply, payload, digestAll(fields.content, ''), this.#repr)
     const bytes = (payload ?? '') as string | Buffer
     if (bytes === this.#reprPayload || reply.getHeader('content-encoding') === this.#reprEncoding) {
       // The same bytes, or replaced without a coding (the application's onSend hook): one pass for every field.
@@ -170,18 +171,6 @@ export class ResponseDigests {
       ? digestAll(fields.identityNeeded, reprPayload)
       : this.#repr
     return this.#emit(reply, payload, digestAll(contentHashed, bytes), identity)
-  }
-
-  // A HEAD's identity digests: those known, else of the representation's bytes; none when its Content-Length stands
-  // for another body than what was hashed (@fastify/static's empty HEAD stream).
-  #headIdentity (reply: FastifyReply): DigestResults | null {
-    let identity = this.#repr
-    if (identity === null && this.#reprPayload !== null) {
-      identity = digestAll(this.fields.identityNeeded, this.#reprPayload)
-      this.#reprBytes = Buffer.byteLength(this.#reprPayload)
-    }
-    const cl = reply.getHeader('content-length')
-    return this.#file === null && cl !== undefined && Number(cl) !== this.#reprBytes ? null : identity
   }
 
   /** The content stage for streams: trailers when the plan allows them, else buffered up to maxBufferSize. */
