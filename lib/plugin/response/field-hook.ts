@@ -7,6 +7,7 @@ import { parseDictionary } from 'structured-headers'
 import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
 import { describe, type DigestParams } from '../../core/option-checks'
+import { withNoTransform } from '../../core/cache-control'
 
 /** An onSend hook's payload, and its callback. */
 export type Payload = unknown
@@ -23,7 +24,7 @@ type Present = (name: string) => string | undefined
 export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 /** Whether `reply` carries a digest field in its header section. */
-export function hasDigestHeaders (reply: FastifyReply): boolean {
+function hasDigestHeaders (reply: FastifyReply): boolean {
   return DIGEST_FIELDS.some((name) => typeof reply.getHeader(name) === 'string')
 }
 
@@ -139,11 +140,16 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
   return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
 }
 
-// The fields are final: on, through the hook over the header section unless it runs with the trailers. No digest
-// header, no call; on failure the digests go and the error is the reply's.
+// The fields are final: `noTransform` marks a response that carries one (RFC 9110 §7.7: an intermediary that honours
+// no-transform leaves the content they describe alone); then on, through the hook over the header section unless it
+// runs with the trailers. No digest header, no call; on failure the digests go and the error is the reply's.
 export function fieldsDone (
   request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams
 ): void {
+  if (params.noTransform && (hasDigestHeaders(reply) || hasDigestTrailers(reply))) {
+    const value = withNoTransform(reply.getHeader('cache-control'))
+    if (value !== null) reply.header('cache-control', value)
+  }
   const hook = params.onDigestFields
   if (hook === null || hasDigestTrailers(reply) || !hasDigestHeaders(reply)) return done(null, payload)
   const present: Present = (name) => {

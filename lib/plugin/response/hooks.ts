@@ -17,8 +17,7 @@ import { isNodeStream } from '../../core/digest-stream'
 import { unwrapPayload } from './payload'
 import { ResponseDigests, type RouteResponse } from './response-digests'
 import { addVary, dropTrailers, writeFields } from './emit'
-import { fieldsDone, hasDigestHeaders, hasDigestTrailers, type Done, type Payload } from './field-hook'
-import { withNoTransform } from '../../core/cache-control'
+import { fieldsDone, type Done, type Payload } from './field-hook'
 
 /**
  * The request decorator kResponseState: the response's ResponseDigests, which the representation stage makes and the
@@ -100,18 +99,6 @@ function usualResponse (
   return true
 }
 
-// The fields are final: `noTransform` marks a response that carries one (RFC 9110 §7.7: an intermediary that honours
-// no-transform leaves the content they describe alone); then onDigestFields.
-function fieldsFinal (
-  request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams
-): void {
-  if (params.noTransform && (hasDigestHeaders(reply) || hasDigestTrailers(reply))) {
-    const value = withNoTransform(reply.getHeader('cache-control'))
-    if (value !== null) reply.header('cache-control', value)
-  }
-  fieldsDone(request, reply, payload, done, params)
-}
-
 /** The onSend stages of a route (or of the 404s, which have no route): its params and usual plan. */
 class RouteStages implements RouteResponse {
   readonly #usual: Usual
@@ -131,7 +118,7 @@ class RouteStages implements RouteResponse {
     const fields = fieldsFor(request, this.params, this.#usual)
     if (fields === null) return this.#representationDone(request, reply, payload, done, both)
     if (both && usualResponse(reply, payload, fields, this.#usual, this.signing)) {
-      return fieldsFinal(request, reply, payload, done, this.params)
+      return fieldsDone(request, reply, payload, done, this.params)
     }
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
@@ -155,11 +142,11 @@ class RouteStages implements RouteResponse {
     const params = this.params
     const usual = response.sendsRepresentation(reply) &&
       usualResponse(reply, payload, response.fields, this.#usual, this.signing)
-    if (usual) return fieldsFinal(request, reply, payload, done, params)
+    if (usual) return fieldsDone(request, reply, payload, done, params)
     addVary(reply, this.signing)
     const out = response.content(request, reply, payload)
-    if (out instanceof Promise) out.then((p) => fieldsFinal(request, reply, p, done, params), done)
-    else fieldsFinal(request, reply, out, done, params)
+    if (out instanceof Promise) out.then((p) => fieldsDone(request, reply, p, done, params), done)
+    else fieldsDone(request, reply, out, done, params)
   }
 
   /** On to compress and the content stage, or the content stage now when nothing stands between them. */
