@@ -1,11 +1,14 @@
-// The onDigestFields hook (docs/design.md, "Signing responses"), its fields added in the digests' section. Its
-// failure is the reply's error (fastify lib/reply.js wrapOnSendEnd → onErrorHook), or cuts the trailers off.
+// The onDigestFields hook (docs/design.md, "Signing responses"), its fields added in the digests' section, and the
+// digest trailers it waits for. Its failure is the reply's error (fastify lib/reply.js wrapOnSendEnd → onErrorHook), or
+// cuts the trailers off.
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parseDictionary } from 'structured-headers'
-import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
+import type { AddedFields, DigestAlgorithm, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
+import type { DigestResults } from '../../core/digest-stream'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
+import { serializeSelected } from '../../core/fields'
 import { describe, type DigestParams } from '../../core/option-checks'
 import { withNoTransform } from '../../core/cache-control'
 
@@ -167,34 +170,54 @@ export function fieldsDone (
   })
 }
 
-// The trailer section: the digest trailers' callbacks (called together after the content, lib/reply.js
-// sendTrailer) wait for all values; the hook's fields join them through the raw response's addTrailers,
-// which fastify calls once (docs/design.md, "What this plugin relies on").
-export class TrailerHook {
-  private readonly values: Array<[DigestField, string | null, TrailerDone]> = []
+/** The digests of a field, once the body is sent. */
+export type Compute = (reply: FastifyReply) => DigestResults | null
+
+/** A trailer's value for fastify; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). */
+function settled (name: DigestField, value: string | null, done: TrailerDone): void {
+  done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
+}
+
+// A response's digest trailers (RFC 9530 §2, §3; draft-ietf-httpbis-unencoded-digest §3: every field may be a
+// trailer). With the onDigestFields `hook`, their callbacks (called together after the content, lib/reply.js
+// sendTrailer) wait for all values; the hook's fields join them through the raw response's addTrailers, which fastify
+// calls once (docs/design.md, "What this plugin relies on").
+export class DigestTrailers {
+  readonly #values: Array<[DigestField, string | null, TrailerDone]> = []
 
   constructor (
-    private readonly hook: DigestFieldsHook,
-    private readonly request: FastifyRequest,
-    private readonly reply: FastifyReply
+    readonly request: FastifyRequest, readonly reply: FastifyReply, readonly hook: DigestFieldsHook | null
   ) {}
 
+  /** A digest trailer, valued once the body is sent; a header when `now`. */
+  declare (name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean, compute: Compute, now = false): void {
+    if (algs.length === 0) return
+    if (now) {
+      const value = serializeSelected(compute(this.reply), algs, strict)
+      if (value !== null) this.reply.header(name, value)
+      return
+    }
+    this.reply.trailer(name, (r, _payload, done) => {
+      const value = serializeSelected(compute(r), algs, strict)
+      if (this.hook === null) settled(name, value, done)
+      else this.#settle(this.hook, name, value, done)
+    })
+  }
+
   /** The value of trailer `name` (null: none); the hook runs once each digest trailer on the reply has one. */
-  settle (name: DigestField, value: string | null, done: TrailerDone): void {
-    const { reply, values } = this
+  #settle (hook: DigestFieldsHook, name: DigestField, value: string | null, done: TrailerDone): void {
+    const { reply } = this
+    const values = this.#values
     values.push([name, value, done])
     if (values.length < DIGEST_FIELDS.filter((field) => reply.hasTrailer(field)).length) return
-    // A trailer whose callback fails is left out (lib/reply.js sendTrailer).
     const send = (): void => {
-      for (const [name, value, done] of values) {
-        done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
-      }
+      for (const [name, value, done] of values) settled(name, value, done)
     }
     if (values.every(([, value]) => value === null)) return send()
     const fields: Fields = {}
     for (const [name, value] of values) if (value !== null) fields[name] = value
     headerFields(reply, fields)
-    run(this.hook, { request: this.request, reply, fields, present: () => undefined }, (added) => {
+    run(hook, { request: this.request, reply, fields, present: () => undefined }, (added) => {
       const addTrailers = reply.raw.addTrailers
       reply.raw.addTrailers = function addTrailersWithAdded (
         this: ServerResponse | Http2ServerResponse, trailers: Record<string, string>

@@ -16,8 +16,8 @@ import {
   type Precondition
 } from '../../core/response-plan'
 import { getDeclared } from './declared'
-import { answerStale, commaSeparatedTrailer, DigestTrailers, withDeclared, writeFields, type Compute } from './emit'
-import { TrailerHook, type Payload } from './field-hook'
+import { answerStale, commaSeparatedTrailer, withDeclared, writeFields } from './emit'
+import { DigestTrailers, type Compute, type Payload } from './field-hook'
 import { reportOmitted } from './omissions'
 import { hashThrough, hashWhole } from './payload'
 import { FileSending, resolveFileResponse } from './static-files'
@@ -217,8 +217,7 @@ export class ResponseDigests {
   #declareTrailers (request: FastifyRequest, reply: FastifyReply, hasher: DigestTransform): void {
     const { fields, delivery, route: { params } } = this
     reply.removeHeader('content-length')
-    const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
-    const trailers = new DigestTrailers(reply, hook)
+    const trailers = new DigestTrailers(request, reply, params.onDigestFields)
     const file = this.#file !== null
     const strict = fields.strict
     const fromContent = delivery.reprFrom === 'content'
