@@ -146,9 +146,9 @@ export interface FieldPlan {
   readonly signatures: readonly IntegritySignature[]
 }
 
+/** A string, a Buffer or no payload; a stream; a live stream (isLiveStream). */
 export interface PayloadFacts {
-  readonly kind: 'bytes' | 'none' | 'stream'
-  readonly live: boolean
+  readonly kind: 'bytes' | 'stream' | 'live'
   readonly status: number
 }
 
@@ -251,10 +251,10 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
 /** How the planned fields travel for a payload. */
 function transportOf (fields: FieldPlan, payload: PayloadFacts): Transport {
   if (noContentStatus(payload.status)) return 'declared'
-  if (payload.kind !== 'stream') return 'headers'
+  if (payload.kind === 'bytes') return 'headers'
   // A live stream is never held back; its HEAD is answered without reading it (fastify lib/reply.js sendStream
   // destroys it).
-  if (payload.live) return !fields.head && fields.trailers ? 'trailers' : 'none'
+  if (payload.kind === 'live') return !fields.head && fields.trailers ? 'trailers' : 'none'
   // A HEAD has no content to carry trailers; a precondition is decided before sending: buffered.
   return !fields.head && fields.trailers && fields.precondition === null ? 'trailers' : 'buffer'
 }
@@ -264,7 +264,7 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Deliver
   const partial = payload.status === 206
   const transport = transportOf(fields, payload)
   // A live stream's GET precondition is not decided.
-  const live = transport !== 'declared' && payload.kind === 'stream' && payload.live
+  const live = transport !== 'declared' && payload.kind === 'live'
   return {
     transport,
     precondition: live && !fields.head ? null : fields.precondition,

@@ -63,7 +63,7 @@ export class ResponseDigests {
   /** The representation stage for a string, a Buffer or no payload (synchronous: no promise per response). */
   static ofBytes (reply: FastifyReply, payload: Payload, fields: FieldPlan, route: RouteResponse): ResponseDigests {
     const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
-    const delivery = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
+    const delivery = planDelivery(fields, { kind: 'bytes', status: reply.statusCode })
     const response = new ResponseDigests(fields, delivery, route, reply)
     // No payload: an empty representation, except for a HEAD, whose handler need not produce one. A HEAD's identity
     // digests are none when its Content-Length stands for another body than the one hashed.
@@ -84,9 +84,9 @@ export class ResponseDigests {
     const status = reply.statusCode
     const file = status === 200 || status === 206 ? await resolveFileResponse(request, reply, payload) : null
     // A file is never live: its digests are known before it is sent.
-    const { live: liveOption, liveTypes } = route.params
-    const live = file === null && isLiveStream(liveOption, liveTypes, reply.getHeader('content-type'))
-    const response = new ResponseDigests(fields, planDelivery(fields, { kind: 'stream', live, status }), route, reply)
+    const { live, liveTypes } = route.params
+    const kind = file === null && isLiveStream(live, liveTypes, reply.getHeader('content-type')) ? 'live' : 'stream'
+    const response = new ResponseDigests(fields, planDelivery(fields, { kind, status }), route, reply)
     const out = file === null
       ? await response.#streamRepresentation(reply, payload)
       : await response.#fileRepresentation(reply, file, payload)
