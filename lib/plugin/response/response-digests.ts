@@ -19,7 +19,7 @@ import { getDeclared } from './declared'
 import { answerStale, commaSeparatedTrailer, withDeclared, writeFields } from './emit'
 import { DigestTrailers, type Compute, type Payload } from './field-hook'
 import { reportOmitted } from './omissions'
-import { hashThrough, hashWhole } from './payload'
+import { hashThrough } from './payload'
 import { FileSending, resolveFileResponse } from './static-files'
 
 /** A route's responses: its params; what those of the plugin instance share: the file cache, the omissions logged. */
@@ -103,9 +103,14 @@ export class ResponseDigests {
     if (fields.head) {
       // A HEAD has no content to carry trailers: the representation hashed now, up to maxBufferSize. Another length
       // than the Content-Length (read before compress removes it) stands for another body.
-      const whole = await hashWhole(payload, fields.identityNeeded, this.route.params.maxBufferSize)
-      if (whole === null) this.#omitted = 'over-max-buffer-size'
-      else if (sameLength(reply, whole.bytes)) this.#repr = whole.digests
+      const hasher = hashThrough(payload, fields.identityNeeded)
+      const { rest, bytes } = await collectUpTo(hasher, this.route.params.maxBufferSize)
+      if (rest !== null) {
+        this.#omitted = 'over-max-buffer-size'
+        ;(rest as Readable).destroy()
+      } else if (sameLength(reply, bytes)) {
+        this.#repr = hasher.digests
+      }
       return Readable.from([])
     }
     // Nothing hashed over the identity representation (strict mode without Unencoded-Digest): the content stage's
