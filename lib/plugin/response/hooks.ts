@@ -15,7 +15,8 @@ import {
 } from '../../core/response-plan'
 import { isNodeStream } from '../../core/digest-stream'
 import { unwrapPayload } from './payload'
-import { ResponseDigests, type RouteResponse } from './response-digests'
+import { ResponseDigests } from './response-digests'
+import type { RouteResponse } from './omissions'
 import { addVary, dropTrailers, writeFields } from './emit'
 import { fieldsDone, type Done, type Payload } from './field-hook'
 

@@ -8,9 +8,8 @@ import type { DigestOmission } from '../../../types/index'
 import {
   collectUpTo, digestAll, isNodeStream, type CheckedStream, type DigestResults, type DigestTransform
 } from '../../core/digest-stream'
-import type { FileDigestCache, FileResponse } from '../../core/file-cache'
+import type { FileResponse } from '../../core/file-cache'
 import { serializeSelected } from '../../core/fields'
-import type { DigestParams } from '../../core/option-checks'
 import {
   isLiveStream, planDelivery, preconditionFails, sameList, uncoded, union, type Delivery, type FieldPlan,
   type Precondition
@@ -18,15 +17,9 @@ import {
 import { getDeclared } from './declared'
 import { answerStale, commaSeparatedTrailer, withDeclared, writeFields } from './emit'
 import { DigestTrailers, type Compute, type Payload } from './field-hook'
-import { reportOmitted } from './omissions'
+import { reportOmitted, type RouteResponse } from './omissions'
 import { hashThrough } from './payload'
 import { FileSending, resolveFileResponse } from './static-files'
-
-/** A route's responses: its params; what those of the plugin instance share: the file cache, the omissions logged. */
-export interface RouteResponse {
-  readonly params: DigestParams
-  readonly context: { readonly files: FileDigestCache, readonly warned: Set<string> }
-}
 
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
 function heldError (): void {}
