@@ -21,8 +21,6 @@ const HOOK_FAILED = 'fastify-digest-fields: the onDigestFields hook failed on th
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
-/** The value of a field the response already holds in the hook's section, if any. */
-type Present = (name: string) => string | undefined
 
 export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
@@ -78,11 +76,11 @@ function labels (name: string, value: string): string[] {
   }
 }
 
-// A Signature or Signature-Input the response holds already (the SRI one, or the route's) and the hook's: one
+// A Signature or Signature-Input the header section holds already (the SRI one, or the route's) and the hook's: one
 // Dictionary of both, each signature under its own label (RFC 9421 §4.2); a label used twice is refused.
-function joined (name: string, value: string, present: Present): string {
-  const current = SIGNATURE_FIELDS.has(name) ? present(name) : undefined
-  if (current === undefined) return value
+function joined (name: string, value: string, headers: FastifyReply | null): string {
+  const current = SIGNATURE_FIELDS.has(name) ? headers?.getHeader(name) : undefined
+  if (typeof current !== 'string') return value
   const taken = new Set(labels(name, current))
   const clash = labels(name, value).find((label) => taken.has(label))
   if (clash !== undefined) throw new Error(`the ${name} label ${clash} is taken by the response's own signature`)
@@ -90,14 +88,14 @@ function joined (name: string, value: string, present: Present): string {
 }
 
 /** The hook's fields, checked (RFC 9110 §5.3: a list is one line); nothing returned is nothing to add. */
-function addedFields (result: AddedFields, present: Present): Added {
+function addedFields (result: AddedFields, headers: FastifyReply | null): Added {
   if (result === undefined || result === null) return []
   if (typeof result !== 'object' || Array.isArray(result)) {
     throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
   }
   return Object.entries(result as Record<string, unknown>).map(([name, value]) => {
     const [lower, line] = addedField(name, value)
-    return [lower, joined(lower, line, present)]
+    return [lower, joined(lower, line, headers)]
   })
 }
 
@@ -105,8 +103,8 @@ interface Call {
   readonly request: FastifyRequest
   readonly reply: FastifyReply
   readonly fields: Fields
-  /** What the response holds already of a field the hook may return. */
-  readonly present: Present
+  /** The reply when the hook's fields join its header section; null for the trailers. */
+  readonly headers: FastifyReply | null
 }
 
 /** Call the hook; `then` gets its checked fields, or `fail` its failure. Synchronous when the hook is. */
@@ -131,7 +129,7 @@ function hookError (how: string, err: unknown): Error {
 function checked (result: unknown, call: Call, then: (added: Added) => void, fail: (err: Error) => void): void {
   let added: Added
   try {
-    added = addedFields(result as AddedFields, call.present)
+    added = addedFields(result as AddedFields, call.headers)
   } catch (err) {
     return fail(new FST_DIGEST_FIELD_HOOK_FAILED(`it returned what cannot go out: ${(err as Error).message}`))
   }
@@ -155,11 +153,7 @@ export function fieldsDone (
   }
   const hook = params.onDigestFields
   if (hook === null || hasDigestTrailers(reply) || !hasDigestHeaders(reply)) return done(null, payload)
-  const present: Present = (name) => {
-    const value = reply.getHeader(name)
-    return typeof value === 'string' ? value : undefined
-  }
-  run(hook, { request, reply, fields: headerFields(reply), present }, (added) => {
+  run(hook, { request, reply, fields: headerFields(reply), headers: reply }, (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
   }, (err) => {
@@ -217,7 +211,7 @@ export class DigestTrailers {
     const fields: Fields = {}
     for (const [name, value] of values) if (value !== null) fields[name] = value
     headerFields(reply, fields)
-    run(hook, { request: this.request, reply, fields, present: () => undefined }, (added) => {
+    run(hook, { request: this.request, reply, fields, headers: null }, (added) => {
       const addTrailers = reply.raw.addTrailers
       reply.raw.addTrailers = function addTrailersWithAdded (
         this: ServerResponse | Http2ServerResponse, trailers: Record<string, string>
