@@ -42,11 +42,6 @@ function writerOf (plan: FieldPlan | null, params: DigestParams): Writer {
   return plan?.shared == null ? null : fieldWriter(plan.shared, params.strict)
 }
 
-function usualOf (params: DigestParams): Usual {
-  const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
-  return { plan, write: writerOf(plan, params), asked: null }
-}
-
 // Whether nothing planFields() reads but Accept-Signature's value (its own cache) can change the plan: none of the
 // other fields of PLAN_FIELDS, but a Repr-Digest, which is a precondition on a GET only (preconditionOf()); a HEAD
 // never has the usual plan.
@@ -105,7 +100,8 @@ class RouteStages implements RouteResponse {
   readonly #usual: Usual
 
   constructor (readonly params: DigestParams, readonly context: RouteResponse['context'], readonly signing: boolean) {
-    this.#usual = usualOf(params)
+    const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
+    this.#usual = { plan, write: writerOf(plan, params), asked: null }
   }
 
   /** The representation stage; `both`: no other onSend hook stands between it and the content stage, run at once. */

@@ -8,7 +8,7 @@ import type { DigestOmission } from '../../../types/index'
 import {
   collectUpTo, digestAll, isNodeStream, type CheckedStream, type DigestResults, type DigestTransform
 } from '../../core/digest-stream'
-import type { FileResponse } from '../../core/file-cache'
+import { hashFile, type FileResponse } from '../../core/file-cache'
 import { serializeSelected } from '../../core/fields'
 import {
   isLiveStream, planDelivery, preconditionFails, sameList, uncoded, union, type Delivery, type FieldPlan,
@@ -20,6 +20,8 @@ import { DigestTrailers, type Compute, type Payload } from './field-hook'
 import { reportOmitted, type RouteResponse } from './omissions'
 import { hashThrough } from './payload'
 import { FileSending, resolveFileResponse } from './static-files'
+
+const PART_CHANGED = 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted'
 
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
 function heldError (): void {}
@@ -249,7 +251,9 @@ export class ResponseDigests {
       if (content === null) return null
     } else if (fields.content.length > 0) {
       if (!sending.readsPart) return null
-      content = await sending.partContent(request, fields.content)
+      // The part's digests, read from the file first; none (logged) when the file changed meanwhile.
+      content = await hashFile(file, fields.content, file.range)
+      if (content === null) request.log.debug({ path: file.path }, PART_CHANGED)
     }
     if (content !== null) sending.expect(content)
     const out = this.#emit(reply, stream, content, this.#repr)

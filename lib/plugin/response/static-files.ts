@@ -12,7 +12,7 @@ import {
 } from '../../core/digest-stream'
 import { FST_DIGEST_FILE_CHANGED, FST_DIGEST_SIDECAR_WRONG } from '../../core/errors'
 import {
-  hashFile, sameFile, sidecarPath, type ByteRange, type FileDigestCache, type FileResponse, type StaticFile
+  sameFile, sidecarPath, type ByteRange, type FileDigestCache, type FileResponse, type StaticFile
 } from '../../core/file-cache'
 import { NONE, union, type FieldPlan } from '../../core/response-plan'
 import { NOT_THE_406S, writeFields } from './emit'
@@ -197,14 +197,5 @@ export class FileSending {
     const known = this.coded
     if (known !== null && algorithms.every((a) => known.has(a))) return known
     return await this.files.digests(this.file, algorithms)
-  }
-
-  /** A 206's Content-Digest read from the file's range first; null (logged) when the file changed meanwhile. */
-  async partContent (request: FastifyRequest, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
-    const file = this.file
-    const content = await hashFile(file, algorithms, file.range)
-    const changed = 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted'
-    if (content === null) request.log.debug({ path: file.path }, changed)
-    return content
   }
 }
