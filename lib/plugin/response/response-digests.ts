@@ -200,12 +200,12 @@ export class ResponseDigests {
     }
     const body = Buffer.concat(collected.chunks)
     reply.header('content-length', body.byteLength)
-    return this.#emit(reply, body, hasher.digests, fields.identityNeeded.length > 0 ? this.#identity() : null)
+    return this.#emit(reply, body, hasher.digests, this.#identity())
   }
 
   /**
    * The identity representation: a file's, a stream hashed as it flowed, or bytes compress turned into a stream (hashed
-   * once).
+   * once); of no algorithm when identityNeeded is empty.
    */
   #identity (): DigestResults | null {
     if (this.#file !== null || this.delivery.partial) return this.#repr
