@@ -1,6 +1,6 @@
 // What a response carries, and in which mode (docs/design.md, "Two digests per response" to "Live streams"), and the
 // 406 rule. Pure: the request's facts (planFields), then the payload's (planDelivery).
-import type { DigestAlgorithm, DigestOmission, WantMap } from '../../types/index'
+import type { DigestAlgorithm, WantMap } from '../../types/index'
 import type { DigestParams } from './option-checks'
 import { FST_DIGEST_STALE_REPRESENTATION } from './errors'
 import { parseDigestField, parseWantField, writtenAlike } from './fields'
@@ -117,18 +117,6 @@ export interface RequestFacts {
   readonly headers: Readonly<Partial<Record<typeof PLAN_FIELDS[number], string | string[]>>>
 }
 
-/** How the representation relates to the content (RFC 9530 §3; docs/design.md, "Default mode and strict mode"). */
-export interface Mode {
-  /** The representation is the content as sent, coding included; every digest a Byte Sequence. */
-  readonly strict: boolean
-  /** A full response's identity representation is hashed (`identityNeeded`). */
-  readonly identity: boolean
-  /** Hashed over a @fastify/static response's identity file. */
-  readonly fileIdentity: readonly DigestAlgorithm[]
-  /** Representation algorithms hashed with a full response's content (strict: they are one). */
-  readonly coded: readonly DigestAlgorithm[]
-}
-
 /** The fields a response carries, from the request and the route alone: each field's algorithms (empty: no field). */
 export interface FieldPlan {
   readonly content: readonly DigestAlgorithm[]
@@ -142,7 +130,15 @@ export interface FieldPlan {
   readonly identityNeeded: readonly DigestAlgorithm[]
   /** The one value of every field when the bytes sent are the uncoded representation (sharedAlgorithms). */
   readonly shared: readonly DigestAlgorithm[] | null
-  readonly mode: Mode
+  /**
+   * The representation is the content as sent, coding included; every digest a Byte Sequence (RFC 9530 §3;
+   * docs/design.md, "Default mode and strict mode").
+   */
+  readonly strict: boolean
+  /** Hashed over a @fastify/static response's identity file. */
+  readonly fileIdentity: readonly DigestAlgorithm[]
+  /** Representation algorithms hashed with a full response's content (strict: they are one). */
+  readonly coded: readonly DigestAlgorithm[]
   readonly head: boolean
   /** The client accepts trailers and the route sends them (RFC 9110 §6.5, §10.1.4); never with a signature. */
   readonly trailers: boolean
@@ -150,22 +146,21 @@ export interface FieldPlan {
   readonly signatures: readonly IntegritySignature[]
 }
 
+/** A string, a Buffer or no payload; a stream; a live stream (isLiveStream). */
 export interface PayloadFacts {
-  readonly kind: 'bytes' | 'none' | 'stream'
-  readonly live: boolean
+  readonly kind: 'bytes' | 'stream' | 'live'
   readonly status: number
 }
 
 /**
  * headers (bytes hashed first), trailers (RFC 9530 §2), buffer (up to maxBufferSize), declared (no content), none
- * (`omitted`).
+ * (a live stream's fields omitted).
  */
 export type Transport = 'headers' | 'trailers' | 'buffer' | 'declared' | 'none'
 
 /** How a response's planned fields travel, once its payload is known (planDelivery). */
 export interface Delivery {
   readonly transport: Transport
-  readonly omitted: DigestOmission['reason'] | null
   /** The plan's precondition, but for a live stream's GET, which decides none. */
   readonly precondition: Precondition | null
   /** A 206: the part's Content-Digest, the whole representation's Repr-Digest (RFC 9530 §3, B.3). */
@@ -188,27 +183,14 @@ function trailersAllowed (request: RequestFacts, params: DigestParams): boolean 
   return params.trailers && request.httpVersion !== '1.0' && typeof te === 'string' && TE_TRAILERS.test(te)
 }
 
-/** A field's algorithms by its Want-* (RFC 9530 §4); without one, the configured ones. */
+// A field's algorithms: by its valid Want-* (RFC 9530 §4); without one, by `other` (the other field's) when it is sent
+// unsolicited, so that a PUT with Want-Repr-Digest gets Content-Digest and Repr-Digest in the algorithm asked
+// (docs/design.md, "Negotiation", and its exchanges 1 and 5); else the configured ones.
 function selected (
-  want: string | string[] | undefined, params: DigestParams, unsolicited: readonly DigestAlgorithm[]
+  own: WantMap | null, other: WantMap | null, unsolicited: readonly DigestAlgorithm[], params: DigestParams
 ): readonly DigestAlgorithm[] {
-  const map = parseWantField(want)
-  return map === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want: map, unsolicited })
-}
-
-// Content-Digest and Repr-Digest: a field with a valid Want-* of its own follows it (RFC 9530 §4); one without follows
-// the other field's when it is sent unsolicited, so that a PUT with Want-Repr-Digest gets both fields in the algorithm
-// asked (docs/design.md, "Negotiation", and its exchanges 1 and 5).
-type Algorithms = readonly DigestAlgorithm[]
-
-function selectedPair (h: RequestFacts['headers'], params: DigestParams): [Algorithms, Algorithms] {
-  const content = parseWantField(h['want-content-digest'])
-  const repr = parseWantField(h['want-repr-digest'])
-  const pick = (own: WantMap | null, other: WantMap | null, unsolicited: Algorithms): Algorithms => {
-    const want = own ?? (unsolicited.length > 0 ? other : null)
-    return want === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want, unsolicited })
-  }
-  return [pick(content, repr, params.contentDigest), pick(repr, content, params.reprDigest)]
+  const want = own ?? (unsolicited.length > 0 ? other : null)
+  return want === null ? unsolicited : selectAlgorithms({ algorithms: params.algorithms, want, unsolicited })
 }
 
 /** A route's unsolicited Unencoded-Digest algorithms when signed, worked out once per route. */
@@ -223,12 +205,15 @@ function signedUnencoded (params: DigestParams): readonly DigestAlgorithm[] {
 /** The fields for this request on this route, or null when it carries none (only Vary is added). */
 export function planFields (request: RequestFacts, params: DigestParams): FieldPlan | null {
   const h = request.headers
-  const [content, repr] = selectedPair(h, params)
+  const wantContent = parseWantField(h['want-content-digest'])
+  const wantRepr = parseWantField(h['want-repr-digest'])
+  const content = selected(wantContent, wantRepr, params.contentDigest, params)
+  const repr = selected(wantRepr, wantContent, params.reprDigest, params)
   const signatures = params.integrityKeys.size === 0
     ? NO_SIGNATURES
     : signaturesFor(requestedSignatures(h['accept-signature'], params.integrityKeys), params.integritySignature)
   // A signed Unencoded-Digest carries sha-256 / sha-512 only, and always (WICG signature-based-sri).
-  const wanted = selected(h['want-unencoded-digest'], params, params.unencodedDigest)
+  const wanted = selected(parseWantField(h['want-unencoded-digest']), null, params.unencodedDigest, params)
   const unencoded = signatures.length === 0
     ? wanted
     : wanted === params.unencodedDigest ? signedUnencoded(params) : sriAlgorithms(wanted, params.algorithms)
@@ -243,9 +228,6 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
   const strict = params.strict
   const identityNeeded = strict && !head ? unencoded : union(reprNeeded, unencoded)
   const shared = precondition === null ? sharedAlgorithms(content, repr, unencoded, strict) : null
-  const mode: Mode = strict
-    ? { strict, identity: unencoded.length > 0, fileIdentity: unencoded, coded: reprNeeded }
-    : { strict, identity: true, fileIdentity: identityNeeded, coded: NONE }
   // The signature covers Unencoded-Digest in the header section: a stream is buffered instead.
   const trailers = signatures.length === 0 && trailersAllowed(request, params)
   return {
@@ -257,7 +239,9 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
     reprNeeded,
     identityNeeded,
     shared,
-    mode,
+    strict,
+    fileIdentity: strict ? unencoded : identityNeeded,
+    coded: strict ? reprNeeded : NONE,
     head,
     trailers,
     signatures
@@ -267,10 +251,10 @@ export function planFields (request: RequestFacts, params: DigestParams): FieldP
 /** How the planned fields travel for a payload. */
 function transportOf (fields: FieldPlan, payload: PayloadFacts): Transport {
   if (noContentStatus(payload.status)) return 'declared'
-  if (payload.kind !== 'stream') return 'headers'
+  if (payload.kind === 'bytes') return 'headers'
   // A live stream is never held back; its HEAD is answered without reading it (fastify lib/reply.js sendStream
   // destroys it).
-  if (payload.live) return !fields.head && fields.trailers ? 'trailers' : 'none'
+  if (payload.kind === 'live') return !fields.head && fields.trailers ? 'trailers' : 'none'
   // A HEAD has no content to carry trailers; a precondition is decided before sending: buffered.
   return !fields.head && fields.trailers && fields.precondition === null ? 'trailers' : 'buffer'
 }
@@ -280,13 +264,12 @@ export function planDelivery (fields: FieldPlan, payload: PayloadFacts): Deliver
   const partial = payload.status === 206
   const transport = transportOf(fields, payload)
   // A live stream's GET precondition is not decided.
-  const live = transport !== 'declared' && payload.kind === 'stream' && payload.live
+  const live = transport !== 'declared' && payload.kind === 'live'
   return {
     transport,
-    omitted: transport === 'none' ? 'live-stream' : null,
     precondition: live && !fields.head ? null : fields.precondition,
     partial,
-    contentHashed: union(fields.content, partial ? NONE : fields.mode.coded),
-    reprFrom: !fields.mode.strict ? 'identity' : !partial && !fields.head ? 'content' : 'sent'
+    contentHashed: union(fields.content, partial ? NONE : fields.coded),
+    reprFrom: !fields.strict ? 'identity' : !partial && !fields.head ? 'content' : 'sent'
   }
 }

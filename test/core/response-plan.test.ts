@@ -30,13 +30,10 @@ interface Expected {
   identityNeeded?: DigestAlgorithm[]
   shared?: DigestAlgorithm[] | null
   transport?: Transport
-  omitted?: 'live-stream' | null
   partial?: boolean
   head?: boolean
   trailers?: boolean
   strict?: boolean
-  /** The identity representation is hashed for a full response. */
-  identity?: boolean
   fileIdentity?: DigestAlgorithm[]
   coded?: DigestAlgorithm[]
   /** Hashed over a content that is not the identity representation. */
@@ -61,7 +58,7 @@ const BOTH = { contentDigest: 'sha-256', reprDigest: 'sha-256' } as const
 const STRICT = { strict: true, ...BOTH } as const
 const TE = { te: 'trailers' }
 const STREAM = { kind: 'stream' } as const
-const LIVE = { kind: 'stream', live: true } as const
+const LIVE = { kind: 'live' } as const
 
 const SRI_KEY = generateKeyPairSync('ed25519')
 const SRI: FastifyDigestFieldsOptions = { integrityKeys: SRI_KEY.privateKey }
@@ -85,12 +82,11 @@ const TABLE: Row[] = [
       reprNeeded: ['sha-256'],
       shared: ['sha-256'],
       transport: 'headers',
-      omitted: null,
       partial: false,
       head: false,
       trailers: false,
       strict: false,
-      identity: true,
+      identityNeeded: ['sha-256'],
       fileIdentity: ['sha-256'],
       coded: [],
       contentHashed: ['sha-256'],
@@ -124,7 +120,6 @@ const TABLE: Row[] = [
   { name: '204: only a declared Repr-Digest', plugin: BOTH, payload: { status: 204 }, expect: { transport: 'declared', partial: false } },
   { name: '304 of a stream: only a declared Repr-Digest', plugin: BOTH, request: TE, payload: { ...STREAM, status: 304 }, expect: { transport: 'declared' } },
   { name: '1xx: only a declared Repr-Digest', plugin: BOTH, payload: { status: 103 }, expect: { transport: 'declared' } },
-  { name: 'no payload: headers (an empty representation)', plugin: BOTH, payload: { kind: 'none' }, expect: { transport: 'headers' } },
   // Streams and trailers (RFC 9530 §2, §3; RFC 9110 §10.1.4).
   { name: 'a stream without TE: buffered', plugin: BOTH, payload: STREAM, expect: { trailers: false, transport: 'buffer' } },
   { name: 'a stream with TE: trailers', plugin: BOTH, request: TE, payload: STREAM, expect: { trailers: true, transport: 'trailers' } },
@@ -136,9 +131,9 @@ const TABLE: Row[] = [
   { name: 'HTTP/1.0 never gets trailers', plugin: BOTH, request: { ...TE, httpVersion: '1.0' }, payload: STREAM, expect: { trailers: false, transport: 'buffer' } },
   { name: 'HTTP/2 gets trailers', plugin: BOTH, request: { ...TE, httpVersion: '2.0' }, payload: STREAM, expect: { trailers: true, transport: 'trailers' } },
   // Live streams.
-  { name: 'a live stream with TE: trailers', plugin: BOTH, request: TE, payload: LIVE, expect: { transport: 'trailers', omitted: null } },
-  { name: 'a live stream without TE: omitted', plugin: BOTH, payload: LIVE, expect: { transport: 'none', omitted: 'live-stream' } },
-  { name: 'HEAD of a live stream, even with TE: omitted', plugin: BOTH, request: { method: 'HEAD', ...TE }, payload: LIVE, expect: { transport: 'none', omitted: 'live-stream' } },
+  { name: 'a live stream with TE: trailers', plugin: BOTH, request: TE, payload: LIVE, expect: { transport: 'trailers' } },
+  { name: 'a live stream without TE: omitted', plugin: BOTH, payload: LIVE, expect: { transport: 'none' } },
+  { name: 'HEAD of a live stream, even with TE: omitted', plugin: BOTH, request: { method: 'HEAD', ...TE }, payload: LIVE, expect: { transport: 'none' } },
   { name: 'a live stream with a precondition: not evaluated, trailers', plugin: BOTH, request: { reprDigest: `sha-256=:${B64}:`, ...TE }, payload: LIVE, expect: { precondition: null, transport: 'trailers' } },
   { name: 'HEAD of a live stream with a precondition: kept (declared digests decide)', plugin: BOTH, request: { method: 'HEAD', reprDigest: `sha-256=:${B64}:` }, payload: LIVE, expect: { precondition: ['sha-256'], transport: 'none' } },
   // The 406 precondition.
@@ -157,7 +152,7 @@ const TABLE: Row[] = [
   { name: 'precondition with conditional off on the plugin', plugin: { conditional: false }, request: { reprDigest: `sha-256=:${B64}:` }, expect: null },
   { name: 'the 406\'s algorithm without sha-256: the server\'s first', plugin: { algorithms: ['sha-512'] }, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { preconditionAlgorithm: 'sha-512', reprNeeded: ['sha-512'] } },
   // Strict mode (RFC 9530 §3: the representation includes its content coding).
-  { name: 'strict: the representation is the coded content', plugin: STRICT, expect: { strict: true, identity: false, fileIdentity: [], coded: ['sha-256'], unencoded: [], shared: ['sha-256'], reprFrom: 'content' } },
+  { name: 'strict: the representation is the coded content', plugin: STRICT, expect: { strict: true, identityNeeded: [], fileIdentity: [], coded: ['sha-256'], unencoded: [], shared: ['sha-256'], reprFrom: 'content' } },
   { name: 'strict HEAD: the representation is not the (absent) content', plugin: STRICT, request: { method: 'HEAD' }, expect: { head: true, reprFrom: 'sent', contentHashed: ['sha-256'] } },
   { name: 'strict with a precondition: coded includes its algorithms', plugin: STRICT, request: { reprDigest: `sha-512=:${Buffer.alloc(64).toString('base64')}:` }, expect: { coded: ['sha-256', 'sha-512'], reprNeeded: ['sha-256', 'sha-512'] } },
   { name: 'strict, a wanted Repr-Digest: hashed with the content', plugin: { strict: true }, request: { wantContentDigest: 'sha-256=1', wantReprDigest: 'sha-512=1' }, expect: { contentHashed: ['sha-256', 'sha-512'] } },
@@ -176,14 +171,14 @@ const TABLE: Row[] = [
   {
     name: 'strict with unencodedDigest: Unencoded-Digest of the identity, one value while nothing codes the bytes',
     plugin: { ...STRICT, unencodedDigest: true },
-    expect: { strict: true, identity: true, fileIdentity: ['sha-256'], coded: ['sha-256'], unencoded: ['sha-256'], identityNeeded: ['sha-256'], shared: ['sha-256'] }
+    expect: { strict: true, fileIdentity: ['sha-256'], coded: ['sha-256'], unencoded: ['sha-256'], identityNeeded: ['sha-256'], shared: ['sha-256'] }
   },
-  { name: 'strict, unencodedDigest alone: sent alone', plugin: { strict: true, unencodedDigest: true }, expect: { content: [], repr: [], unencoded: ['sha-256'], identity: true, fileIdentity: ['sha-256'], coded: [], shared: ['sha-256'] } },
+  { name: 'strict, unencodedDigest alone: sent alone', plugin: { strict: true, unencodedDigest: true }, expect: { content: [], repr: [], unencoded: ['sha-256'], identityNeeded: ['sha-256'], fileIdentity: ['sha-256'], coded: [], shared: ['sha-256'] } },
   { name: 'strict, unencodedDigest with another Repr-Digest: the identity hashed for it only', plugin: { strict: true, reprDigest: 'sha-256', unencodedDigest: 'sha-512' }, expect: { repr: ['sha-256'], unencoded: ['sha-512'], identityNeeded: ['sha-512'], fileIdentity: ['sha-512'], coded: ['sha-256'], shared: null } },
   { name: 'strict HEAD: the identity hashed for both', plugin: { strict: true, reprDigest: 'sha-256', unencodedDigest: 'sha-512' }, request: { method: 'HEAD' }, expect: { identityNeeded: ['sha-256', 'sha-512'] } },
   { name: 'strict: Unencoded-Digest unixsum shares the (Byte Sequence) value', plugin: { strict: true, algorithms: ['unixsum'], reprDigest: true, unencodedDigest: true }, expect: { shared: ['unixsum'] } },
   // Unencoded-Digest (draft-ietf-httpbis-unencoded-digest) in the default mode: the identity representation's digests.
-  { name: 'unencodedDigest alone', plugin: { unencodedDigest: true }, expect: { content: [], repr: [], unencoded: ['sha-256'], reprNeeded: [], identityNeeded: ['sha-256'], fileIdentity: ['sha-256'], identity: true, shared: ['sha-256'] } },
+  { name: 'unencodedDigest alone', plugin: { unencodedDigest: true }, expect: { content: [], repr: [], unencoded: ['sha-256'], reprNeeded: [], identityNeeded: ['sha-256'], fileIdentity: ['sha-256'], shared: ['sha-256'] } },
   { name: 'Repr-Digest and Unencoded-Digest: one value', plugin: { reprDigest: true, unencodedDigest: true }, expect: { repr: ['sha-256'], unencoded: ['sha-256'], identityNeeded: ['sha-256'], shared: ['sha-256'] } },
   { name: 'all three fields: one value', plugin: { ...BOTH, unencodedDigest: 'sha-256' }, expect: { shared: ['sha-256'] } },
   { name: 'Unencoded-Digest with other algorithms: no shared value, both hashed over the identity', plugin: { reprDigest: 'sha-256', unencodedDigest: ['sha-256', 'sha-512'] }, expect: { unencoded: ['sha-256', 'sha-512'], identityNeeded: ['sha-256', 'sha-512'], shared: null } },
@@ -204,12 +199,12 @@ const TABLE: Row[] = [
   { name: '204 with Unencoded-Digest: only a declared one', plugin: { unencodedDigest: true }, payload: { status: 204 }, expect: { transport: 'declared' } },
   { name: 'a stream with Unencoded-Digest and TE: trailers', plugin: { unencodedDigest: true }, request: TE, payload: STREAM, expect: { transport: 'trailers' } },
   { name: 'precondition with Unencoded-Digest: its algorithms hashed over the identity too', plugin: { unencodedDigest: 'sha-512' }, request: { reprDigest: `sha-256=:${B64}:` }, expect: { reprNeeded: ['sha-256'], identityNeeded: ['sha-256', 'sha-512'], shared: null } },
-  { name: 'strict live stream without TE: omitted as in the default mode', plugin: STRICT, payload: LIVE, expect: { strict: true, transport: 'none', omitted: 'live-stream' } },
+  { name: 'strict live stream without TE: omitted as in the default mode', plugin: STRICT, payload: LIVE, expect: { strict: true, transport: 'none' } },
   { name: 'SRI: Accept-Signature for a held key: Unencoded-Digest sha-256', plugin: SRI, request: ASK, expect: { content: [], repr: [], unencoded: ['sha-256'], signatures: ['sig0'], transport: 'headers' } },
   { name: 'SRI: a stream is buffered, not sent with trailers', plugin: SRI, request: { ...ASK, ...TE }, payload: STREAM, expect: { trailers: false, transport: 'buffer', signatures: ['sig0'] } },
   { name: 'SRI: Want-Unencoded-Digest md5 becomes sha-256', plugin: { ...SRI, algorithms: ['md5', 'sha-256'] }, request: { ...ASK, wantUnencodedDigest: 'md5=10' }, expect: { unencoded: ['sha-256'] } },
   { name: 'SRI: no Accept-Signature, nothing configured: no fields', plugin: SRI, expect: null },
-  { name: 'SRI: a live stream: omitted', plugin: SRI, request: ASK, payload: LIVE, expect: { transport: 'none', omitted: 'live-stream', signatures: ['sig0'] } },
+  { name: 'SRI: a live stream: omitted', plugin: SRI, request: ASK, payload: LIVE, expect: { transport: 'none', signatures: ['sig0'] } },
   { name: 'SRI: unsolicited on the route', plugin: SRI, route: { integritySignature: { label: 'own' } }, expect: { unencoded: ['sha-256'], signatures: ['own'] } }
 ]
 
@@ -250,14 +245,12 @@ function project (plan: FieldPlan & Delivery, expected: Expected): Expected {
     identityNeeded: [...plan.identityNeeded],
     shared: plan.shared === null ? null : [...plan.shared],
     transport: plan.transport,
-    omitted: plan.omitted as 'live-stream' | null,
     partial: plan.partial,
     head: plan.head,
     trailers: plan.trailers,
-    strict: plan.mode.strict,
-    identity: plan.mode.identity,
-    fileIdentity: [...plan.mode.fileIdentity],
-    coded: [...plan.mode.coded],
+    strict: plan.strict,
+    fileIdentity: [...plan.fileIdentity],
+    coded: [...plan.coded],
     contentHashed: [...plan.contentHashed],
     reprFrom: plan.reprFrom,
     signatures: plan.signatures.map((s) => s.label)
@@ -269,7 +262,7 @@ test('the response plan, row by row', async (t) => {
   for (const row of TABLE) {
     const global = normalizeOptions(row.plugin)
     const params = normalizeRouteOptions(global, row.route, 'GET', '/') ?? global
-    const payload: PayloadFacts = { kind: 'bytes', live: false, status: 200, ...row.payload }
+    const payload: PayloadFacts = { kind: 'bytes', status: 200, ...row.payload }
     const plan = planResponse(factsOf(row.request), params, payload)
     if (row.expect === null) {
       t.equal(plan, null, row.name)
@@ -298,7 +291,7 @@ test('plans of two responses share hidden classes', async (t) => {
   // eslint-disable-next-line no-new-func
   const sameClass = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: unknown, b: unknown) => boolean
   const params = normalizeOptions(BOTH)
-  const payload: PayloadFacts = { kind: 'bytes', live: false, status: 200 }
+  const payload: PayloadFacts = { kind: 'bytes', status: 200 }
   const [one, two] = [planFields(factsOf(), params), planFields(factsOf(), params)] as [FieldPlan, FieldPlan]
   t.equal(sameClass(one, two), true, 'the fields')
   t.equal(sameClass(planDelivery(one, payload), planDelivery(two, { ...payload, kind: 'stream' })), true, 'their delivery')

@@ -1,5 +1,5 @@
-// Writing the digest fields on the reply: headers, trailers (RFC 9530 §2, §3; draft-ietf-httpbis-unencoded-digest
-// §3: every field may be a trailer), or a 406 instead; and Vary.
+// Writing the digest fields on the reply: headers, the trailers' framing (field-hook.ts declares them), or a 406
+// instead; and Vary.
 import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
 import type { DigestResults } from '../../core/digest-stream'
@@ -8,7 +8,7 @@ import { getDeclared, type Declared } from './declared'
 import { PROBLEM_CONTENT_TYPE } from '../../core/problem'
 import { STALE_PROBLEM, type FieldPlan } from '../../core/response-plan'
 import { NO_SIGNATURES, signatureFields, type IntegritySignature } from '../../core/integrity'
-import { DIGEST_FIELDS, hasDigestTrailers, type DigestField, type TrailerHook } from './field-hook'
+import { DIGEST_FIELDS, hasDigestTrailers } from './field-hook'
 
 const VARY_TOKENS = ['Want-Content-Digest', 'Want-Repr-Digest', 'Want-Unencoded-Digest']
 const VARY_SIGNING_TOKENS = [...VARY_TOKENS, 'Accept-Signature']
@@ -84,38 +84,10 @@ export function answerStale (reply: FastifyReply, fields: FieldPlan, repr: Diges
   reply.header('content-type', PROBLEM_CONTENT_TYPE)
   reply.header('content-length', STALE_PROBLEM.byteLength)
   const content = fields.head ? '' : STALE_PROBLEM
-  const strict = fields.mode.strict
+  const strict = fields.strict
   const reprValue = serializeSelected(repr, [fields.preconditionAlgorithm], strict)
   writeFields(reply, digestFieldOf(fields.content, content, strict), reprValue, null)
   return content
-}
-
-/** The digests of a field, once the body is sent. */
-export type Compute = (reply: FastifyReply) => DigestResults | null
-
-/** A response's digest trailers; `hook`: the onDigestFields hook, which gets their values first. */
-export class DigestTrailers {
-  constructor (readonly reply: FastifyReply, readonly hook: TrailerHook | null) {}
-
-  /**
-   * A digest trailer, valued once the body is sent; an unknown one fails, and fastify drops it (lib/reply.js
-   * sendTrailer). A header when `now`.
-   */
-  declare (name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean, compute: Compute, now = false): void {
-    if (algs.length === 0) return
-    if (now) {
-      const value = serializeSelected(compute(this.reply), algs, strict)
-      if (value !== null) this.reply.header(name, value)
-      return
-    }
-    const hook = this.hook
-    this.reply.trailer(name, (r, _payload, done) => {
-      const value = serializeSelected(compute(r), algs, strict)
-      if (hook !== null) hook.settle(name, value, done)
-      else if (value === null) done(new Error(`no ${name} value`))
-      else done(null, value)
-    })
-  }
 }
 
 // Fastify 5 joins the Trailer field's names with spaces (lib/reply.js onSendEnd); RFC 9110 §6.6.2 defines

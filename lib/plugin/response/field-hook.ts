@@ -1,12 +1,16 @@
-// The onDigestFields hook (docs/design.md, "Signing responses"), its fields added in the digests' section. Its
-// failure is the reply's error (fastify lib/reply.js wrapOnSendEnd → onErrorHook), or cuts the trailers off.
+// The onDigestFields hook (docs/design.md, "Signing responses"), its fields added in the digests' section, and the
+// digest trailers it waits for. Its failure is the reply's error (fastify lib/reply.js wrapOnSendEnd → onErrorHook), or
+// cuts the trailers off.
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parseDictionary } from 'structured-headers'
-import type { AddedFields, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
+import type { AddedFields, DigestAlgorithm, DigestFieldValues, DigestFieldsHook } from '../../../types/index'
+import type { DigestResults } from '../../core/digest-stream'
 import { FST_DIGEST_FIELD_HOOK_FAILED } from '../../core/errors'
+import { serializeSelected } from '../../core/fields'
 import { describe, type DigestParams } from '../../core/option-checks'
+import { withNoTransform } from '../../core/cache-control'
 
 /** An onSend hook's payload, and its callback. */
 export type Payload = unknown
@@ -17,13 +21,11 @@ const HOOK_FAILED = 'fastify-digest-fields: the onDigestFields hook failed on th
 export type DigestField = 'content-digest' | 'repr-digest' | 'unencoded-digest'
 type Fields = Partial<Record<DigestField, string>>
 type Added = Array<[string, string]>
-/** The value of a field the response already holds in the hook's section, if any. */
-type Present = (name: string) => string | undefined
 
 export const DIGEST_FIELDS: readonly DigestField[] = ['content-digest', 'repr-digest', 'unencoded-digest']
 
 /** Whether `reply` carries a digest field in its header section. */
-export function hasDigestHeaders (reply: FastifyReply): boolean {
+function hasDigestHeaders (reply: FastifyReply): boolean {
   return DIGEST_FIELDS.some((name) => typeof reply.getHeader(name) === 'string')
 }
 
@@ -74,11 +76,11 @@ function labels (name: string, value: string): string[] {
   }
 }
 
-// A Signature or Signature-Input the response holds already (the SRI one, or the route's) and the hook's: one
+// A Signature or Signature-Input the header section holds already (the SRI one, or the route's) and the hook's: one
 // Dictionary of both, each signature under its own label (RFC 9421 §4.2); a label used twice is refused.
-function joined (name: string, value: string, present: Present): string {
-  const current = SIGNATURE_FIELDS.has(name) ? present(name) : undefined
-  if (current === undefined) return value
+function joined (name: string, value: string, headers: FastifyReply | null): string {
+  const current = SIGNATURE_FIELDS.has(name) ? headers?.getHeader(name) : undefined
+  if (typeof current !== 'string') return value
   const taken = new Set(labels(name, current))
   const clash = labels(name, value).find((label) => taken.has(label))
   if (clash !== undefined) throw new Error(`the ${name} label ${clash} is taken by the response's own signature`)
@@ -86,14 +88,14 @@ function joined (name: string, value: string, present: Present): string {
 }
 
 /** The hook's fields, checked (RFC 9110 §5.3: a list is one line); nothing returned is nothing to add. */
-function addedFields (result: AddedFields, present: Present): Added {
+function addedFields (result: AddedFields, headers: FastifyReply | null): Added {
   if (result === undefined || result === null) return []
   if (typeof result !== 'object' || Array.isArray(result)) {
     throw new Error(`expected an object of fields or nothing, got ${describe(result)}`)
   }
   return Object.entries(result as Record<string, unknown>).map(([name, value]) => {
     const [lower, line] = addedField(name, value)
-    return [lower, joined(lower, line, present)]
+    return [lower, joined(lower, line, headers)]
   })
 }
 
@@ -101,8 +103,8 @@ interface Call {
   readonly request: FastifyRequest
   readonly reply: FastifyReply
   readonly fields: Fields
-  /** What the response holds already of a field the hook may return. */
-  readonly present: Present
+  /** The reply when the hook's fields join its header section; null for the trailers. */
+  readonly headers: FastifyReply | null
 }
 
 /** Call the hook; `then` gets its checked fields, or `fail` its failure. Synchronous when the hook is. */
@@ -127,7 +129,7 @@ function hookError (how: string, err: unknown): Error {
 function checked (result: unknown, call: Call, then: (added: Added) => void, fail: (err: Error) => void): void {
   let added: Added
   try {
-    added = addedFields(result as AddedFields, call.present)
+    added = addedFields(result as AddedFields, call.headers)
   } catch (err) {
     return fail(new FST_DIGEST_FIELD_HOOK_FAILED(`it returned what cannot go out: ${(err as Error).message}`))
   }
@@ -139,18 +141,19 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
   return DIGEST_FIELDS.some((name) => reply.hasTrailer(name))
 }
 
-// The fields are final: on, through the hook over the header section unless it runs with the trailers. No digest
-// header, no call; on failure the digests go and the error is the reply's.
+// The fields are final: `noTransform` marks a response that carries one (RFC 9110 §7.7: an intermediary that honours
+// no-transform leaves the content they describe alone); then on, through the hook over the header section unless it
+// runs with the trailers. No digest header, no call; on failure the digests go and the error is the reply's.
 export function fieldsDone (
   request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams
 ): void {
+  if (params.noTransform && (hasDigestHeaders(reply) || hasDigestTrailers(reply))) {
+    const value = withNoTransform(reply.getHeader('cache-control'))
+    if (value !== null) reply.header('cache-control', value)
+  }
   const hook = params.onDigestFields
   if (hook === null || hasDigestTrailers(reply) || !hasDigestHeaders(reply)) return done(null, payload)
-  const present: Present = (name) => {
-    const value = reply.getHeader(name)
-    return typeof value === 'string' ? value : undefined
-  }
-  run(hook, { request, reply, fields: headerFields(reply), present }, (added) => {
+  run(hook, { request, reply, fields: headerFields(reply), headers: reply }, (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
   }, (err) => {
@@ -161,34 +164,54 @@ export function fieldsDone (
   })
 }
 
-// The trailer section: the digest trailers' callbacks (called together after the content, lib/reply.js
-// sendTrailer) wait for all values; the hook's fields join them through the raw response's addTrailers,
-// which fastify calls once (docs/design.md, "What this plugin relies on").
-export class TrailerHook {
-  private readonly values: Array<[DigestField, string | null, TrailerDone]> = []
+/** The digests of a field, once the body is sent. */
+export type Compute = (reply: FastifyReply) => DigestResults | null
+
+/** A trailer's value for fastify; an unknown one fails, and fastify drops it (lib/reply.js sendTrailer). */
+function settled (name: DigestField, value: string | null, done: TrailerDone): void {
+  done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
+}
+
+// A response's digest trailers (RFC 9530 §2, §3; draft-ietf-httpbis-unencoded-digest §3: every field may be a
+// trailer). With the onDigestFields `hook`, their callbacks (called together after the content, lib/reply.js
+// sendTrailer) wait for all values; the hook's fields join them through the raw response's addTrailers, which fastify
+// calls once (docs/design.md, "What this plugin relies on").
+export class DigestTrailers {
+  readonly #values: Array<[DigestField, string | null, TrailerDone]> = []
 
   constructor (
-    private readonly hook: DigestFieldsHook,
-    private readonly request: FastifyRequest,
-    private readonly reply: FastifyReply
+    readonly request: FastifyRequest, readonly reply: FastifyReply, readonly hook: DigestFieldsHook | null
   ) {}
 
+  /** A digest trailer, valued once the body is sent; a header when `now`. */
+  declare (name: DigestField, algs: readonly DigestAlgorithm[], strict: boolean, compute: Compute, now = false): void {
+    if (algs.length === 0) return
+    if (now) {
+      const value = serializeSelected(compute(this.reply), algs, strict)
+      if (value !== null) this.reply.header(name, value)
+      return
+    }
+    this.reply.trailer(name, (r, _payload, done) => {
+      const value = serializeSelected(compute(r), algs, strict)
+      if (this.hook === null) settled(name, value, done)
+      else this.#settle(this.hook, name, value, done)
+    })
+  }
+
   /** The value of trailer `name` (null: none); the hook runs once each digest trailer on the reply has one. */
-  settle (name: DigestField, value: string | null, done: TrailerDone): void {
-    const { reply, values } = this
+  #settle (hook: DigestFieldsHook, name: DigestField, value: string | null, done: TrailerDone): void {
+    const { reply } = this
+    const values = this.#values
     values.push([name, value, done])
     if (values.length < DIGEST_FIELDS.filter((field) => reply.hasTrailer(field)).length) return
-    // A trailer whose callback fails is left out (lib/reply.js sendTrailer).
     const send = (): void => {
-      for (const [name, value, done] of values) {
-        done(value === null ? new Error(`no ${name} value`) : null, value ?? undefined)
-      }
+      for (const [name, value, done] of values) settled(name, value, done)
     }
     if (values.every(([, value]) => value === null)) return send()
     const fields: Fields = {}
     for (const [name, value] of values) if (value !== null) fields[name] = value
     headerFields(reply, fields)
-    run(this.hook, { request: this.request, reply, fields, present: () => undefined }, (added) => {
+    run(hook, { request: this.request, reply, fields, headers: null }, (added) => {
       const addTrailers = reply.raw.addTrailers
       reply.raw.addTrailers = function addTrailersWithAdded (
         this: ServerResponse | Http2ServerResponse, trailers: Record<string, string>

@@ -15,10 +15,10 @@ import {
 } from '../../core/response-plan'
 import { isNodeStream } from '../../core/digest-stream'
 import { unwrapPayload } from './payload'
-import { ResponseDigests, type RouteResponse } from './response-digests'
+import { ResponseDigests } from './response-digests'
+import type { RouteResponse } from './omissions'
 import { addVary, dropTrailers, writeFields } from './emit'
-import { fieldsDone, hasDigestHeaders, hasDigestTrailers, type Done, type Payload } from './field-hook'
-import { withNoTransform } from '../../core/cache-control'
+import { fieldsDone, type Done, type Payload } from './field-hook'
 
 /**
  * The request decorator kResponseState: the response's ResponseDigests, which the representation stage makes and the
@@ -40,11 +40,6 @@ interface Usual {
 
 function writerOf (plan: FieldPlan | null, params: DigestParams): Writer {
   return plan?.shared == null ? null : fieldWriter(plan.shared, params.strict)
-}
-
-function usualOf (params: DigestParams): Usual {
-  const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
-  return { plan, write: writerOf(plan, params), asked: null }
 }
 
 // Whether nothing planFields() reads but Accept-Signature's value (its own cache) can change the plan: none of the
@@ -91,7 +86,7 @@ function usualResponse (
   const write = shared === usual.plan?.shared
     ? usual.write
     : shared === usual.asked?.plan?.shared ? usual.asked.write : null
-  const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.mode.strict) as string
+  const value = write !== null ? write(payload) : digestFieldOf(shared, payload, fields.strict) as string
   const { content, repr, unencoded } = fields
   writeFields(
     reply, content.length > 0 ? value : null, repr.length > 0 ? value : null, unencoded.length > 0 ? value : null,
@@ -100,24 +95,13 @@ function usualResponse (
   return true
 }
 
-// The fields are final: `noTransform` marks a response that carries one (RFC 9110 §7.7: an intermediary that honours
-// no-transform leaves the content they describe alone); then onDigestFields.
-function fieldsFinal (
-  request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams
-): void {
-  if (params.noTransform && (hasDigestHeaders(reply) || hasDigestTrailers(reply))) {
-    const value = withNoTransform(reply.getHeader('cache-control'))
-    if (value !== null) reply.header('cache-control', value)
-  }
-  fieldsDone(request, reply, payload, done, params)
-}
-
 /** The onSend stages of a route (or of the 404s, which have no route): its params and usual plan. */
 class RouteStages implements RouteResponse {
   readonly #usual: Usual
 
   constructor (readonly params: DigestParams, readonly context: RouteResponse['context'], readonly signing: boolean) {
-    this.#usual = usualOf(params)
+    const plan = planFields({ method: 'GET', httpVersion: '1.1', headers: {} }, params)
+    this.#usual = { plan, write: writerOf(plan, params), asked: null }
   }
 
   /** The representation stage; `both`: no other onSend hook stands between it and the content stage, run at once. */
@@ -131,7 +115,7 @@ class RouteStages implements RouteResponse {
     const fields = fieldsFor(request, this.params, this.#usual)
     if (fields === null) return this.#representationDone(request, reply, payload, done, both)
     if (both && usualResponse(reply, payload, fields, this.#usual, this.signing)) {
-      return fieldsFinal(request, reply, payload, done, this.params)
+      return fieldsDone(request, reply, payload, done, this.params)
     }
     const unwrapped = unwrapPayload(reply, payload)
     if (isNodeStream(unwrapped)) {
@@ -141,7 +125,7 @@ class RouteStages implements RouteResponse {
       }, done)
       return
     }
-    slot(request)[kResponseState] = ResponseDigests.ofBytes(request, reply, unwrapped, fields, this)
+    slot(request)[kResponseState] = ResponseDigests.ofBytes(reply, unwrapped, fields, this)
     this.#representationDone(request, reply, unwrapped, done, both)
   }
 
@@ -155,11 +139,11 @@ class RouteStages implements RouteResponse {
     const params = this.params
     const usual = response.sendsRepresentation(reply) &&
       usualResponse(reply, payload, response.fields, this.#usual, this.signing)
-    if (usual) return fieldsFinal(request, reply, payload, done, params)
+    if (usual) return fieldsDone(request, reply, payload, done, params)
     addVary(reply, this.signing)
     const out = response.content(request, reply, payload)
-    if (out instanceof Promise) out.then((p) => fieldsFinal(request, reply, p, done, params), done)
-    else fieldsFinal(request, reply, out, done, params)
+    if (out instanceof Promise) out.then((p) => fieldsDone(request, reply, p, done, params), done)
+    else fieldsDone(request, reply, out, done, params)
   }
 
   /** On to compress and the content stage, or the content stage now when nothing stands between them. */

@@ -3,13 +3,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DigestOmission, ResponseDigestField } from '../../../types/index'
 import type { FieldPlan } from '../../core/response-plan'
+import type { FileDigestCache } from '../../core/file-cache'
+import type { DigestParams } from '../../core/option-checks'
 
 type OmissionReason = DigestOmission['reason']
 
-/** A route's `trailers` option, and the warnings its plugin instance gave. */
-interface OmissionLog {
-  readonly params: { readonly trailers: boolean }
-  readonly context: { readonly warned: Set<string> }
+/** A route's responses: its params; what those of the plugin instance share: the file cache, the omissions logged. */
+export interface RouteResponse {
+  readonly params: DigestParams
+  readonly context: { readonly files: FileDigestCache, readonly warned: Set<string> }
 }
 
 const WANTED: ReadonlyArray<ResponseDigestField | 'Signature'> = [
@@ -52,7 +54,7 @@ const OMISSIONS: Record<OmissionReason, Omission> = {
  * header nor trailer.
  */
 export function reportOmitted (
-  request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, fields: FieldPlan, log: OmissionLog
+  request: FastifyRequest, reply: FastifyReply, reason: OmissionReason, fields: FieldPlan, log: RouteResponse
 ): void {
   const lists = [fields.content, fields.repr, fields.unencoded, fields.signatures]
   const names = WANTED.filter((field, i) =>

@@ -4,7 +4,7 @@ import { Readable, pipeline } from 'node:stream'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
 import type { FastifyReply } from 'fastify'
 import type { DigestAlgorithm } from '../../../types/index'
-import { collectUpTo, DigestTransform, type DigestResults } from '../../core/digest-stream'
+import { DigestTransform } from '../../core/digest-stream'
 import type { Payload } from './field-hook'
 
 /** `stream` piped through a new hasher of `algorithms`, which passes its bytes on. */
@@ -29,15 +29,4 @@ export function unwrapPayload (reply: FastifyReply, payload: Payload): Payload {
   }
   const web = typeof (payload as { getReader?: unknown }).getReader === 'function'
   return web ? Readable.fromWeb(payload as WebReadableStream) : payload
-}
-
-/** `stream` read and hashed up to `limit` bytes, then let go: its digests and length; null past the limit. */
-export async function hashWhole (
-  stream: NodeJS.ReadableStream, algorithms: readonly DigestAlgorithm[], limit: number
-): Promise<{ digests: DigestResults, bytes: number } | null> {
-  const hasher = hashThrough(stream, algorithms)
-  const collected = await collectUpTo(hasher, limit)
-  if (collected.chunks !== null) return { digests: hasher.digests as DigestResults, bytes: collected.bytes }
-  ;(collected.rest as Readable).destroy()
-  return null
 }

@@ -8,45 +8,39 @@ import type { DigestOmission } from '../../../types/index'
 import {
   collectUpTo, digestAll, isNodeStream, type CheckedStream, type DigestResults, type DigestTransform
 } from '../../core/digest-stream'
-import type { FileDigestCache, FileResponse } from '../../core/file-cache'
+import { hashFile, type FileResponse } from '../../core/file-cache'
 import { serializeSelected } from '../../core/fields'
-import type { DigestParams } from '../../core/option-checks'
 import {
   isLiveStream, planDelivery, preconditionFails, sameList, uncoded, union, type Delivery, type FieldPlan,
   type Precondition
 } from '../../core/response-plan'
 import { getDeclared } from './declared'
-import { answerStale, commaSeparatedTrailer, DigestTrailers, withDeclared, writeFields, type Compute } from './emit'
-import { TrailerHook, type Payload } from './field-hook'
-import { reportOmitted } from './omissions'
-import { hashThrough, hashWhole } from './payload'
+import { answerStale, commaSeparatedTrailer, withDeclared, writeFields } from './emit'
+import { DigestTrailers, type Compute, type Payload } from './field-hook'
+import { reportOmitted, type RouteResponse } from './omissions'
+import { hashThrough } from './payload'
 import { FileSending, resolveFileResponse } from './static-files'
 
-/** A route's responses: its params; what those of the plugin instance share: the file cache, the omissions logged. */
-export interface RouteResponse {
-  readonly params: DigestParams
-  readonly context: { readonly files: FileDigestCache, readonly warned: Set<string> }
-}
+const PART_CHANGED = 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted'
 
 /** An early stream error is fastify's to answer (it reads a stream's error state when it takes the stream). */
 function heldError (): void {}
 
-/** A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's. */
-const NO_BYTES = Buffer.alloc(0)
+/** A HEAD's Content-Length stands for the `bytes` hashed, or for no body in particular (none). */
+function sameLength (reply: FastifyReply, bytes: number): boolean {
+  const length = reply.getHeader('content-length')
+  return length === undefined || Number(length) === bytes
+}
 
 export class ResponseDigests {
   /** The precondition until it is decided (once: decidePrecondition()). */
   #precondition: Precondition | null
-  /** The representation stage's bytes: a string or Buffer payload, '' for none (but a HEAD's). */
+  /** The representation stage's bytes (but a HEAD's): a string or Buffer payload, '' for none. */
   #reprPayload: string | Buffer | null = null
   /** The hasher put around a streamed representation. */
   #reprStream: DigestTransform | null = null
-  /** Representation digests known at the representation stage (a HEAD of a stream, a file's). */
+  /** The identity representation's digests once known: a HEAD's, a file's, or of bytes (identity()). */
   #repr: DigestResults | null = null
-  /** How many bytes a HEAD's representation digests cover. */
-  #reprBytes = 0
-  /** The identity digests are of the uncoded representation (no coding of the route's, or a pre-compressed file's). */
-  #identityUncoded: boolean
   #omitted: DigestOmission['reason'] | null
   /** Content-Encoding as the representation stage saw it (compress sets its own later). */
   readonly #reprEncoding: unknown
@@ -58,20 +52,20 @@ export class ResponseDigests {
   ) {
     this.#precondition = delivery.precondition
     this.#reprEncoding = reply.getHeader('content-encoding')
-    this.#identityUncoded = uncoded(this.#reprEncoding)
-    this.#omitted = delivery.omitted
+    this.#omitted = delivery.transport === 'none' ? 'live-stream' : null
   }
 
   /** The representation stage for a string, a Buffer or no payload (synchronous: no promise per response). */
-  static ofBytes (
-    request: FastifyRequest, reply: FastifyReply, payload: Payload, fields: FieldPlan, route: RouteResponse
-  ): ResponseDigests {
+  static ofBytes (reply: FastifyReply, payload: Payload, fields: FieldPlan, route: RouteResponse): ResponseDigests {
     const bytes = typeof payload === 'string' || Buffer.isBuffer(payload)
-    const delivery = planDelivery(fields, { kind: bytes ? 'bytes' : 'none', live: false, status: reply.statusCode })
+    const delivery = planDelivery(fields, { kind: 'bytes', status: reply.statusCode })
     const response = new ResponseDigests(fields, delivery, route, reply)
-    // No payload: an empty representation, except for a HEAD, whose handler need not produce one.
-    if (bytes) response.#reprPayload = payload
-    else if (request.method !== 'HEAD') response.#reprPayload = ''
+    // No payload: an empty representation, except for a HEAD, whose handler need not produce one. A HEAD's identity
+    // digests are none when its Content-Length stands for another body than the one hashed.
+    if (!fields.head) response.#reprPayload = bytes ? payload : ''
+    else if (bytes && sameLength(reply, Buffer.byteLength(payload))) {
+      response.#repr = digestAll(fields.identityNeeded, payload)
+    }
     return response
   }
 
@@ -85,9 +79,9 @@ export class ResponseDigests {
     const status = reply.statusCode
     const file = status === 200 || status === 206 ? await resolveFileResponse(request, reply, payload) : null
     // A file is never live: its digests are known before it is sent.
-    const { live: liveOption, liveTypes } = route.params
-    const live = file === null && isLiveStream(liveOption, liveTypes, reply.getHeader('content-type'))
-    const response = new ResponseDigests(fields, planDelivery(fields, { kind: 'stream', live, status }), route, reply)
+    const { live, liveTypes } = route.params
+    const kind = file === null && isLiveStream(live, liveTypes, reply.getHeader('content-type')) ? 'live' : 'stream'
+    const response = new ResponseDigests(fields, planDelivery(fields, { kind, status }), route, reply)
     const out = file === null
       ? await response.#streamRepresentation(reply, payload)
       : await response.#fileRepresentation(reply, file, payload)
@@ -104,15 +98,19 @@ export class ResponseDigests {
     if (fields.head) {
       // A HEAD has no content to carry trailers: the representation hashed now, up to maxBufferSize. Another length
       // than the Content-Length (read before compress removes it) stands for another body.
-      const length = reply.getHeader('content-length')
-      const whole = await hashWhole(payload, fields.identityNeeded, this.route.params.maxBufferSize)
-      if (whole === null) this.#omitted = 'over-max-buffer-size'
-      else if (length === undefined || Number(length) === whole.bytes) this.#repr = whole.digests
-      this.#reprBytes = whole?.bytes ?? 0
+      const hasher = hashThrough(payload, fields.identityNeeded)
+      const { rest, bytes } = await collectUpTo(hasher, this.route.params.maxBufferSize)
+      if (rest !== null) {
+        this.#omitted = 'over-max-buffer-size'
+        ;(rest as Readable).destroy()
+      } else if (sameLength(reply, bytes)) {
+        this.#repr = hasher.digests
+      }
       return Readable.from([])
     }
-    // Strict mode without Unencoded-Digest: the representation is what the content stage sees.
-    if (!fields.mode.identity) return payload
+    // Nothing hashed over the identity representation (strict mode without Unencoded-Digest): the content stage's
+    // hashing serves.
+    if (fields.identityNeeded.length === 0) return payload
     // The content algorithms ride along: an unchanged stream is hashed once.
     const algorithms = union(union(fields.identityNeeded, fields.reprNeeded), fields.content)
     return (this.#reprStream = hashThrough(payload, algorithms))
@@ -126,7 +124,6 @@ export class ResponseDigests {
     const sending = this.#file = new FileSending(file, context.files, this.fields, params.maxBufferSize)
     const unknown = await sending.hash(this.#reprEncoding)
     this.#repr = sending.identity
-    if (sending.original) this.#identityUncoded = true
     // Being hashed in the background: left out for now.
     if (params.fileHashing === 'background' && unknown) this.#omitted = 'file-not-hashed'
     return file.stream === null ? payload : sending.checked(reply, payload, this.delivery.contentHashed)
@@ -144,7 +141,7 @@ export class ResponseDigests {
     if (this.delivery.transport === 'declared') {
       // No content: Repr-Digest and Unencoded-Digest only when declared.
       const unencoded = serializeSelected(this.#unencodedDigests(reply, null), fields.unencoded, true)
-      const repr = serializeSelected(getDeclared(reply)?.repr ?? null, fields.repr, fields.mode.strict)
+      const repr = serializeSelected(getDeclared(reply)?.repr ?? null, fields.repr, fields.strict)
       writeFields(reply, null, repr, unencoded)
       return payload
     }
@@ -160,7 +157,8 @@ export class ResponseDigests {
   /** The content stage for string, Buffer and empty payloads, and for every HEAD. */
   #buffered (reply: FastifyReply, payload: Payload): Payload {
     const { fields, delivery: { partial, contentHashed } } = this
-    if (fields.head) return this.#emit(reply, payload, digestAll(fields.content, NO_BYTES), this.#headIdentity(reply))
+    // A HEAD response has no content (RFC 9530 B.2): its Content-Digest is the empty string's.
+    if (fields.head) return this.#emit(reply, payload, digestAll(fields.content, ''), this.#repr)
     const bytes = (payload ?? '') as string | Buffer
     if (bytes === this.#reprPayload || reply.getHeader('content-encoding') === this.#reprEncoding) {
       // The same bytes, or replaced without a coding (the application's onSend hook): one pass for every field.
@@ -169,22 +167,10 @@ export class ResponseDigests {
       return this.#emit(reply, payload, content, partial ? null : content)
     }
     const reprPayload = this.#reprPayload
-    const identity = !partial && reprPayload !== null && fields.mode.identity
+    const identity = !partial && reprPayload !== null && fields.identityNeeded.length > 0
       ? digestAll(fields.identityNeeded, reprPayload)
       : this.#repr
     return this.#emit(reply, payload, digestAll(contentHashed, bytes), identity)
-  }
-
-  // A HEAD's identity digests: those known, else of the representation's bytes; none when its Content-Length stands
-  // for another body than what was hashed (@fastify/static's empty HEAD stream).
-  #headIdentity (reply: FastifyReply): DigestResults | null {
-    let identity = this.#repr
-    if (identity === null && this.#reprPayload !== null) {
-      identity = digestAll(this.fields.identityNeeded, this.#reprPayload)
-      this.#reprBytes = Buffer.byteLength(this.#reprPayload)
-    }
-    const cl = reply.getHeader('content-length')
-    return this.#file === null && cl !== undefined && Number(cl) !== this.#reprBytes ? null : identity
   }
 
   /** The content stage for streams: trailers when the plan allows them, else buffered up to maxBufferSize. */
@@ -214,25 +200,26 @@ export class ResponseDigests {
     }
     const body = Buffer.concat(collected.chunks)
     reply.header('content-length', body.byteLength)
-    return this.#emit(reply, body, hasher.digests, fields.mode.identity ? this.#identity() : null)
+    return this.#emit(reply, body, hasher.digests, this.#identity())
   }
 
-  /** The identity representation: a file's, a stream hashed as it flowed, or bytes compress turned into a stream. */
+  /**
+   * The identity representation: a file's, a stream hashed as it flowed, or bytes compress turned into a stream (hashed
+   * once); of no algorithm when identityNeeded is empty.
+   */
   #identity (): DigestResults | null {
-    if (this.#file !== null) return this.#repr
-    if (this.delivery.partial) return null
+    if (this.#file !== null || this.delivery.partial) return this.#repr
     if (this.#reprStream !== null) return this.#reprStream.digests
-    return digestAll(this.fields.identityNeeded, this.#reprPayload as string | Buffer)
+    return (this.#repr ??= digestAll(this.fields.identityNeeded, this.#reprPayload as string | Buffer))
   }
 
   /** A stream's digest fields as trailers (a file's representation digests, known before any byte is sent: headers). */
   #declareTrailers (request: FastifyRequest, reply: FastifyReply, hasher: DigestTransform): void {
     const { fields, delivery, route: { params } } = this
     reply.removeHeader('content-length')
-    const hook = params.onDigestFields === null ? null : new TrailerHook(params.onDigestFields, request, reply)
-    const trailers = new DigestTrailers(reply, hook)
+    const trailers = new DigestTrailers(request, reply, params.onDigestFields)
     const file = this.#file !== null
-    const strict = fields.mode.strict
+    const strict = fields.strict
     const fromContent = delivery.reprFrom === 'content'
     const repr: Compute = (r) => this.#reprOf(r, hasher.digests, fromContent ? null : this.#identity())
     const unencoded: Compute = (r) => this.#unencodedDigests(r, this.#identity())
@@ -263,10 +250,12 @@ export class ResponseDigests {
       content = await sending.wholeContent(delivery.contentHashed)
       if (content === null) return null
     } else if (fields.content.length > 0) {
-      if (!sending.readsPart()) return null
-      content = await sending.partContent(request, fields.content)
+      if (!sending.readsPart) return null
+      // The part's digests, read from the file first; none (logged) when the file changed meanwhile.
+      content = await hashFile(file, fields.content, file.range)
+      if (content === null) request.log.debug({ path: file.path }, PART_CHANGED)
     }
-    if (content !== null) for (const [a, v] of content) stream.expected.set(a, v)
+    if (content !== null) sending.expect(content)
     const out = this.#emit(reply, stream, content, this.#repr)
     if (out !== stream) stream.destroy()
     return out
@@ -289,7 +278,9 @@ export class ResponseDigests {
    */
   #unencodedDigests (reply: FastifyReply, identity: DigestResults | null): DigestResults | null {
     const algs = this.fields.unencoded
-    const computed = this.#identityUncoded ? withDeclared(reply, 'repr', identity, algs) : null
+    // The identity digests are of the uncoded representation: no coding of the route's, or a pre-compressed file's.
+    const uncodedIdentity = uncoded(this.#reprEncoding) || this.#file?.original === true
+    const computed = uncodedIdentity ? withDeclared(reply, 'repr', identity, algs) : null
     return withDeclared(reply, 'unencoded', computed, algs)
   }
 
@@ -308,7 +299,7 @@ export class ResponseDigests {
     reply: FastifyReply, payload: Payload, content: DigestResults | null, identity: DigestResults | null
   ): Payload {
     const { fields } = this
-    const strict = fields.mode.strict
+    const strict = fields.strict
     const repr = this.#reprOf(reply, content, identity)
     const refused = this.#decidePrecondition(reply, repr)
     if (refused !== null) return refused

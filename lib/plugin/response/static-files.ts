@@ -12,7 +12,7 @@ import {
 } from '../../core/digest-stream'
 import { FST_DIGEST_FILE_CHANGED, FST_DIGEST_SIDECAR_WRONG } from '../../core/errors'
 import {
-  hashFile, sameFile, sidecarPath, type ByteRange, type FileDigestCache, type FileResponse, type StaticFile
+  sameFile, sidecarPath, type ByteRange, type FileDigestCache, type FileResponse, type StaticFile
 } from '../../core/file-cache'
 import { NONE, union, type FieldPlan } from '../../core/response-plan'
 import { NOT_THE_406S, writeFields } from './emit'
@@ -95,30 +95,30 @@ export class FileSending {
   /** The check failed while the content was read into memory: answered with a 500 instead (failed()). */
   #failure: Error | null = null
 
+  /** A 206's Content-Digest is read from the file first: neither a trailer nor a buffer can carry it. */
+  readonly readsPart: boolean
+
   /** `fields`, `maxBufferSize`: the response's plan and limit. */
   constructor (
     readonly file: FileResponse, readonly files: FileDigestCache, readonly fields: FieldPlan,
     readonly maxBufferSize: number
-  ) {}
+  ) {
+    const range = file.range
+    const large = range !== null && range.end - range.start >= maxBufferSize
+    this.readsPart = large && fields.content.length > 0 && !fields.trailers
+  }
 
   /** Its representation digests (cached): of the identity file, strict of the file as sent; whether one is unknown. */
   async hash (encoding: unknown): Promise<boolean> {
     const { file, files } = this
     if (file.stale) return false
-    const { fileIdentity, coded } = this.fields.mode
+    const { fileIdentity, coded } = this.fields
     const identity = fileIdentity.length === 0 ? file : await identityFile(file, encoding)
     this.original = identity !== file && identity !== null
     this.coded = await files.digests(file, identity === file ? union(fileIdentity, coded) : coded)
     if (identity === file) this.identity = this.coded
     else if (identity !== null) this.identity = await files.digests(identity, fileIdentity)
     return this.coded === null || (identity !== null && this.identity === null)
-  }
-
-  /** Whether a 206's Content-Digest is read from the file first: neither a trailer nor a buffer can carry it. */
-  readsPart (): boolean {
-    const { file: { range }, fields } = this
-    const large = range !== null && range.end - range.start >= this.maxBufferSize
-    return large && fields.content.length > 0 && !fields.trailers
   }
 
   /**
@@ -130,7 +130,7 @@ export class FileSending {
     const range = file.range
     let algorithms = NONE
     if (range === null && !file.stale) algorithms = union(hashed, [...(this.coded?.keys() ?? NONE)])
-    else if (!file.stale && this.readsPart()) algorithms = this.fields.content
+    else if (!file.stale && this.readsPart) algorithms = this.fields.content
     const check = new CheckedStream(algorithms, (algorithm) => {
       // The whole file's digests a GET went out with, not matching the bytes read: a sidecar's, or the file changed.
       const err = range === null && files.refute(file)
@@ -151,15 +151,20 @@ export class FileSending {
       reply.raw.destroy(err)
       return null
     })
+    this.stream = check
     if (range === null && this.coded !== null) {
-      for (const [a, v] of this.coded) check.expected.set(a, v)
+      this.expect(this.coded)
       check.once('close', files.sending(file))
     }
     // The file feeds the check: a read error fails the check; the check's failure (or a client gone) releases the file
     // without an error, which @fastify/static would answer a second time (it handles its stream's errors itself).
     pipeline(stream, check, () => {})
-    this.stream = check
     return check
+  }
+
+  /** `digests` of the content, which the GET's stream must match at its end. */
+  expect (digests: DigestResults): void {
+    for (const [a, v] of digests) (this.stream as CheckedStream).expected.set(a, v)
   }
 
   /** collectUpTo() of the content read from the file; null when its check failed meanwhile (then failed()). */
@@ -182,8 +187,8 @@ export class FileSending {
     const detail = 'The file did not match the digests it was to be sent with'
     const body = Buffer.from(JSON.stringify(blankProblem(500, err.code, detail)))
     reply.header('content-type', PROBLEM_CONTENT_TYPE).header('content-length', body.byteLength)
-    const { content, repr, mode } = this.fields
-    writeFields(reply, digestFieldOf(content, body, mode.strict), digestFieldOf(repr, body, mode.strict), null)
+    const { content, repr, strict } = this.fields
+    writeFields(reply, digestFieldOf(content, body, strict), digestFieldOf(repr, body, strict), null)
     return body
   }
 
@@ -192,14 +197,5 @@ export class FileSending {
     const known = this.coded
     if (known !== null && algorithms.every((a) => known.has(a))) return known
     return await this.files.digests(this.file, algorithms)
-  }
-
-  /** A 206's Content-Digest read from the file's range first; null (logged) when the file changed meanwhile. */
-  async partContent (request: FastifyRequest, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
-    const file = this.file
-    const content = await hashFile(file, algorithms, file.range)
-    const changed = 'fastify-digest-fields: file changed while hashing the range, Content-Digest omitted'
-    if (content === null) request.log.debug({ path: file.path }, changed)
-    return content
   }
 }

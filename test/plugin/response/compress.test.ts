@@ -127,3 +127,16 @@ test('a route with compress: false and a route with its own encoding', async (t)
   t.equal(pre.headers['content-digest'], sf(pre.rawPayload))
   t.equal(pre.headers['repr-digest'], sf(pre.rawPayload), 'the route sent coded bytes: they are the representation it knows')
 })
+
+// A HEAD's identity digests stand for the body its Content-Length describes as the representation stage sees it:
+// compress's synchronous path sets the coded length afterwards (as its stream path removes the field).
+test('an explicit HEAD route coded by compress: the identity digests of its representation', async (t) => {
+  for (const order of ['digest-first', 'compress-first'] as const) {
+    const app = await appWith(t, order, { reprDigest: true, unencodedDigest: true })
+    app.head('/explicit', async (_req, reply) => reply.type('text/plain').send(SMALL))
+    const head = await app.inject({ method: 'HEAD', url: '/explicit', headers: { 'accept-encoding': 'gzip' } })
+    t.equal(head.headers['content-encoding'], 'gzip', order)
+    t.equal(head.headers['repr-digest'], sf(SMALL), `${order} Repr-Digest`)
+    t.equal(head.headers['unencoded-digest'], sf(SMALL), `${order} Unencoded-Digest`)
+  }
+})
