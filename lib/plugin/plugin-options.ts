@@ -1,6 +1,6 @@
 // Plugin options checked at registration, the `digest` route option when a route is declared,
 // by one table of checks; hooks read the frozen params, never re-checked per request.
-import type { RegisterOptions } from 'fastify'
+import type { RegisterOptions, RouteOptions } from 'fastify'
 import type {
   DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions,
   VerifyPolicy
@@ -46,12 +46,6 @@ const checkLiveTypes: Check<ReadonlySet<string>> = (value, name, fail) => {
     }
     return normalized
   }))
-}
-
-/** `fileSidecars`: true (used at once, checked in the background), 'verified' (used once checked), or false. */
-const checkSidecars: Check<boolean | 'verified'> = (value, name, fail) => {
-  if (typeof value === 'boolean' || value === 'verified') return value
-  throw fail(name, `expected true, false or 'verified', got ${describe(value)}`)
 }
 
 /** `integrityKeys`: Ed25519 private keys (KeyObjects or PEM), one or a list, by keyid. */
@@ -121,13 +115,11 @@ const pluginOptions: Table<FastifyDigestFieldsOptions, DigestParams> = {
   legacyDigest: [checkBoolean, false],
   fileCacheSize: [checkCount('files'), 1000],
   fileHashing: [oneOf<'wait' | 'background'>('wait', 'background'), 'wait'],
-  fileSidecars: [checkSidecars, false],
+  fileSidecars: [oneOf<boolean | 'verified'>(true, false, 'verified'), false],
   integrityKeys: [checkIntegrityKeys, new Map()],
   integritySignature: [checkIntegritySignature, null],
   onDigestFields: [checkHook, null]
 }
-
-const pluginKeys = Object.keys(pluginOptions)
 
 // The `digest` route option: plugin options checked as there, and `live`.
 const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
@@ -157,17 +149,18 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
  * The `digest` route option: undefined keeps the plugin's params, false turns it off (null), an object overrides them.
  */
 export function normalizeRouteOptions (
-  global: DigestParams, value: unknown, method: string, url: string
+  global: DigestParams, { digest: value, method, url }: RouteOptions
 ): DigestParams | null {
   if (value === undefined) return global
   if (value === false) return null
-  const fail: Fail = (name, reason) => new FST_DIGEST_INVALID_ROUTE_OPTION(method, url, `${name}: ${reason}`)
+  const fail: Fail = (name, reason) =>
+    new FST_DIGEST_INVALID_ROUTE_OPTION(Array.isArray(method) ? method.join(',') : method, url, `${name}: ${reason}`)
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw fail('digest', `expected an object or false, got ${describe(value)}`)
   }
   const unknown = Object.keys(value).find((key) => !routeKeys.includes(key as never))
   if (unknown !== undefined) {
-    throw fail(unknown, pluginKeys.includes(unknown)
+    throw fail(unknown, Object.hasOwn(pluginOptions, unknown)
       ? `not a route-level option (route options: ${routeKeys.join(', ')})`
       : unknownKey(unknown, routeKeys, 'route options'))
   }
