@@ -33,7 +33,6 @@ export interface ProblemDetails {
   [member: string]: unknown
 }
 
-/** The Want-* fields are cached per policy object. */
 type JudgePolicy = Pick<DigestParams, 'algorithms'>
 
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
@@ -50,18 +49,12 @@ export type Failure = DigestError & { problem: ProblemDetails, headers: Record<s
 /** No digests computed (nothing hashed yet, or nothing to hash). */
 export const NO_DIGESTS: Texts = new Map()
 
-const wantCache = new WeakMap<JudgePolicy, Record<string, string>>()
-
 function makeFailure (
   policy: JudgePolicy, error: DigestError, problem: ProblemDetails, extraHeaders?: Record<string, string>
 ): Failure {
-  let want = wantCache.get(policy)
-  if (want === undefined) {
-    const value = wantAdvertisement(policy.algorithms)
-    want = { 'want-content-digest': value, 'want-repr-digest': value, 'want-unencoded-digest': value }
-    wantCache.set(policy, want)
-  }
-  return Object.assign(error, { headers: { ...want, ...extraHeaders }, problem })
+  const want = wantAdvertisement(policy.algorithms)
+  const headers = { 'want-content-digest': want, 'want-repr-digest': want, 'want-unencoded-digest': want }
+  return Object.assign(error, { headers: { ...headers, ...extraHeaders }, problem })
 }
 
 export function blankProblem (status: number, code: string, detail: string): ProblemDetails {
