@@ -15,10 +15,6 @@ import {
   heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature
 } from '../core/integrity'
 
-/** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
-export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',
-  'application/jsonl', 'application/json-seq', 'multipart/x-mixed-replace'])
-
 /** Unsolicited algorithms: true (the first enabled), false, or enabled ones, kept in server order. */
 const checkUnsolicited: Check<readonly DigestAlgorithm[], DigestParams> = (value, name, fail, { algorithms }) => {
   if (value === false) return Object.freeze([])
@@ -62,7 +58,7 @@ const checkIntegrityKeys: Check<IntegrityKeys, DigestParams> = (value, name, fai
     keys.set(unpadded(held.keyid), held)
   }
   // An Unencoded-Digest signed for SRI carries sha-256 or sha-512 only (WICG signature-based-sri, "valid for SRI").
-  if (keys.size > 0 && !algorithms.some((a) => SRI_ALGORITHMS.includes(a))) {
+  if (!algorithms.some((a) => SRI_ALGORITHMS.includes(a))) {
     throw fail(name, 'needs sha-256 or sha-512 among the enabled algorithms: the signed Unencoded-Digest carries them')
   }
   return keys
@@ -92,7 +88,7 @@ const checkIntegritySignature: Check<IntegritySignature | null, DigestParams> = 
     throw fail(name, `expected true, false, the keyid of a key of integrityKeys (${keyids}) or { keyid, label }, ` +
       `got ${describe(keyid)}`)
   }
-  return Object.freeze({ label, keyid: held.keyid, privateKey: held.privateKey })
+  return Object.freeze({ ...held, label })
 }
 
 const checkHook: Check<DigestFieldsHook> = (value, name, fail) => {
@@ -109,7 +105,9 @@ const pluginOptions: Table<FastifyDigestFieldsOptions, DigestParams> = {
   unencodedDigest: [checkUnsolicited, []],
   trailers: [checkBoolean, true],
   maxBufferSize: [checkCount('bytes'), 1024 * 1024],
-  liveTypes: [checkLiveTypes, new Set(defaultLiveTypes)],
+  // Streams that are consumed as they arrive: events, JSON lines, a camera's frames.
+  liveTypes: [checkLiveTypes, new Set(['text/event-stream', 'application/x-ndjson', 'application/jsonl',
+    'application/json-seq', 'multipart/x-mixed-replace'])],
   conditional: [checkBoolean, true],
   noTransform: [checkBoolean, true],
   legacyDigest: [checkBoolean, false],
