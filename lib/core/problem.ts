@@ -40,7 +40,6 @@ export type DigestError = Error & {
   statusCode: number
   code: string
   headers?: Record<string, string>
-  problem?: ProblemDetails
 }
 
 /** A refusal: the error with its problem body and headers (a custom error handler can send them itself). */
