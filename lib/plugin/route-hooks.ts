@@ -38,9 +38,8 @@ export function hookList<T> (hooks: T | T[] | undefined): T[] {
 
 /** Puts the hooks of `sets` on the route, in the order of `sets`, once every onRoute hook has run. */
 export function placeHooks (routeOptions: RouteOptions, sets: ReadonlyArray<RouteHooks | null>): void {
-  const hooks = sets.filter((s): s is RouteHooks => s !== null)
   const ours = <K extends keyof RouteHooks>(key: K): Array<NonNullable<RouteHooks[K]>> =>
-    hooks.flatMap((h) => h[key] ?? [])
+    sets.flatMap((hooks) => hooks?.[key] ?? [])
   queueMicrotask(() => {
     routeOptions.onRequest = [...ours('onRequestFirst'), ...hookList(routeOptions.onRequest)]
     routeOptions.preParsing = [...hookList(routeOptions.preParsing), ...ours('preParsingLast')]
