@@ -34,8 +34,7 @@ const fastifyDigestFields: FastifyPluginCallback<FastifyDigestFieldsOptions> = f
     // In this order on each route: the response stages, then the request verifier's hooks.
     const installers = [installResponseDigests(fastify, params), installRequestVerification(fastify)]
     fastify.addHook('onRoute', function digestOnRoute (routeOptions) {
-      const method = Array.isArray(routeOptions.method) ? routeOptions.method.join(',') : routeOptions.method
-      const routeParams = normalizeRouteOptions(params, routeOptions.digest, method, routeOptions.url)
+      const routeParams = normalizeRouteOptions(params, routeOptions)
       if (routeParams === null) return
       routeOptions.config = Object.assign({}, routeOptions.config, { [kRouteParams]: routeParams })
       placeHooks(routeOptions, installers.map((installer) => installer.onRoute(routeOptions, routeParams)))

@@ -2,11 +2,10 @@
 // (RFC 9110 §7.7), such as compressing it, which would leave a digest of the content as sent wrong.
 
 /**
- * The directive names of a Cache-Control value, lowercase: a comma outside a quoted string ends one
- * (RFC 9111 §5.2; RFC 9110 §5.6.4: in a quoted string, a backslash quotes the next character).
+ * Whether a directive of a Cache-Control value is named no-transform, in any case: a comma outside a quoted string
+ * ends one (RFC 9111 §5.2; RFC 9110 §5.6.4: in a quoted string, a backslash quotes the next character).
  */
-function directiveNames (value: string): string[] {
-  const names: string[] = []
+function hasNoTransform (value: string): boolean {
   let start = 0
   let quoted = false
   for (let i = 0; i <= value.length; i++) {
@@ -14,11 +13,11 @@ function directiveNames (value: string): string[] {
     if (quoted && c === '\\') i++
     else if (c === '"') quoted = !quoted
     else if (i === value.length || (c === ',' && !quoted)) {
-      names.push((value.slice(start, i).split('=', 1)[0] as string).trim().toLowerCase())
+      if ((value.slice(start, i).split('=', 1)[0] as string).trim().toLowerCase() === 'no-transform') return true
       start = i + 1
     }
   }
-  return names
+  return false
 }
 
 /**
@@ -28,6 +27,6 @@ function directiveNames (value: string): string[] {
 export function withNoTransform (current: string | readonly string[] | number | undefined): string | null {
   if (current === undefined) return 'no-transform'
   const value = Array.isArray(current) ? current.join(', ') : String(current)
-  if (directiveNames(value).includes('no-transform')) return null
+  if (hasNoTransform(value)) return null
   return value.trim() === '' ? 'no-transform' : `${value}, no-transform`
 }

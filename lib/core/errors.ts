@@ -4,11 +4,10 @@ import createError, { type FastifyErrorConstructor } from '@fastify/error'
 import type { DigestErrorCode } from '../../types/index'
 import type { DigestClientErrorCode } from '../../types/client'
 
-type Definitions<C extends string> = { readonly [K in C]: readonly [string, number, TypeErrorConstructor?] }
 type Errors<C extends string> = { readonly [K in C]: FastifyErrorConstructor<{ code: K, statusCode: number }> }
 
 // Every code: [message, status, TypeError for an option or programming error]. The client's codes are the 502s.
-const definitions: Definitions<DigestErrorCode | DigestClientErrorCode> = {
+const definitions: Record<DigestErrorCode | DigestClientErrorCode, readonly [string, number, TypeErrorConstructor?]> = {
   FST_DIGEST_INVALID_OPTION: ['Invalid fastify-digest-fields option "%s": %s', 500, TypeError],
   FST_DIGEST_INVALID_ROUTE_OPTION: ['Invalid digest route option for %s %s: %s', 500, TypeError],
   FST_DIGEST_ALREADY_REGISTERED: [
@@ -71,7 +70,7 @@ const definitions: Definitions<DigestErrorCode | DigestClientErrorCode> = {
 }
 
 function build<C extends string> (client: boolean): Errors<C> {
-  return Object.fromEntries(Object.entries<readonly [string, number, TypeErrorConstructor?]>(definitions)
+  return Object.fromEntries(Object.entries(definitions)
     .filter(([, [, status]]) => (status === 502) === client)
     .map(([code, [message, status, Base]]) => [code, createError(code, message, status, Base)])) as Errors<C>
 }

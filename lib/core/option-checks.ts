@@ -122,9 +122,15 @@ export function checkOptions<P extends object> (
   return apply({ ...defaults, ...base } as P, opts, table, fail)
 }
 
-/** Why `key` is not an option: the nearest of `valid` when it looks like a typo of one. */
+/**
+ * Why `key` is not an option: the option of `valid` nearest to it ignoring case, if at most a third of the longer
+ * length (at least 1) is edited (ties: the first), else the list.
+ */
 export function unknownKey (key: string, valid: readonly string[], kind = 'options'): string {
-  const nearest = nearestKey(key, valid)
+  const distance = (option: string): number => editDistance(key.toLowerCase(), option.toLowerCase())
+  const limit = (option: string): number => Math.max(1, Math.floor(Math.max(key.length, option.length) / 3))
+  const [nearest] = valid.filter((option) => distance(option) <= limit(option))
+    .sort((x, y) => distance(x) - distance(y))
   return nearest === undefined
     ? `unknown option (${kind}: ${valid.join(', ')})`
     : `unknown option; did you mean ${JSON.stringify(nearest)}?`
@@ -148,22 +154,4 @@ export function editDistance (a: string, b: string): number {
     }
   }
   return at(a.length, b.length)
-}
-
-/**
- * The candidate nearest to `key` ignoring case, if at most a third of the longer length (at least 1) is edited; ties:
- * the first.
- */
-export function nearestKey (key: string, candidates: readonly string[]): string | undefined {
-  let nearest: string | undefined
-  let nearestDistance = Infinity
-  for (const candidate of candidates) {
-    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase())
-    const limit = Math.max(1, Math.floor(Math.max(key.length, candidate.length) / 3))
-    if (distance <= limit && distance < nearestDistance) {
-      nearest = candidate
-      nearestDistance = distance
-    }
-  }
-  return nearest
 }

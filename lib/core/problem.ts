@@ -15,12 +15,6 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
 const IANA = 'https://iana.org/assignments/http-problem-types#'
 
-export const PROBLEM_TYPES = Object.freeze({
-  unsupported: Object.freeze({ type: `${IANA}digest-unsupported-algorithms`, title: 'Unsupported Hashing Algorithms' }),
-  invalid: Object.freeze({ type: `${IANA}digest-invalid-values`, title: 'Invalid Digest Values' }),
-  mismatched: Object.freeze({ type: `${IANA}digest-mismatched-values`, title: 'Mismatched Digest Values' })
-})
-
 // Status phrases of RFC 9110 §15.
 const STATUS_TITLES: Readonly<Record<number, string>> = {
   400: 'Bad Request',
@@ -39,7 +33,6 @@ export interface ProblemDetails {
   [member: string]: unknown
 }
 
-/** The Want-* fields are cached per policy object. */
 type JudgePolicy = Pick<DigestParams, 'algorithms'>
 
 /** A plugin error about the request (its statusCode is the status), as @fastify/error builds them. */
@@ -47,7 +40,6 @@ export type DigestError = Error & {
   statusCode: number
   code: string
   headers?: Record<string, string>
-  problem?: ProblemDetails
 }
 
 /** A refusal: the error with its problem body and headers (a custom error handler can send them itself). */
@@ -56,18 +48,12 @@ export type Failure = DigestError & { problem: ProblemDetails, headers: Record<s
 /** No digests computed (nothing hashed yet, or nothing to hash). */
 export const NO_DIGESTS: Texts = new Map()
 
-const wantCache = new WeakMap<JudgePolicy, Record<string, string>>()
-
 function makeFailure (
   policy: JudgePolicy, error: DigestError, problem: ProblemDetails, extraHeaders?: Record<string, string>
 ): Failure {
-  let want = wantCache.get(policy)
-  if (want === undefined) {
-    const value = wantAdvertisement(policy.algorithms)
-    want = { 'want-content-digest': value, 'want-repr-digest': value, 'want-unencoded-digest': value }
-    wantCache.set(policy, want)
-  }
-  return Object.assign(error, { headers: { ...want, ...extraHeaders }, problem })
+  const want = wantAdvertisement(policy.algorithms)
+  const headers = { 'want-content-digest': want, 'want-repr-digest': want, 'want-unencoded-digest': want }
+  return Object.assign(error, { headers: { ...headers, ...extraHeaders }, problem })
 }
 
 export function blankProblem (status: number, code: string, detail: string): ProblemDetails {
@@ -92,54 +78,46 @@ export function check (
     verifyTexts(claim.field, claim.received, claim.decoded ? decoded : received, policy.algorithms))
 }
 
-/** The `reason` of an invalid value: its length is wrong, or no algorithm of that name exists. */
-export function invalidReason (algorithm: string): string {
-  const length = ALGORITHMS.get(algorithm as DigestAlgorithm)?.length
-  return length === undefined
-    ? 'digest value cannot be produced by the algorithm'
-    : `digest value is not ${length} bytes long`
-}
+type Entry = { algorithm: string, header: string }
 
-/** Whether a value of the fields was invalid or did not match. */
-function anyFailed (fields: readonly FieldVerification[]): boolean {
-  for (const field of fields) {
-    for (const { outcome } of field.results) if (outcome === 'invalid-length' || outcome === 'mismatched') return true
+// A draft type (§3.1 to §3.3): the outcome it lists, its error, type, title, and member naming each algorithm.
+type Typed = [string, new (fields: string) => DigestError, string, string, string, (a: string, c: Claim) => Entry]
+
+const INVALID: Typed = ['invalid-length', FST_DIGEST_INVALID_VALUE, 'invalid-values', 'Invalid Digest Values',
+  'invalid_digests', (algorithm, { field }) => {
+    const length = ALGORITHMS.get(algorithm as DigestAlgorithm)?.length
+    return { algorithm, header: field, reason: `digest value is not ${length} bytes long` }
+  }]
+// The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
+const MISMATCHED: Typed = ['mismatched', FST_DIGEST_MISMATCH, 'mismatched-values', 'Mismatched Digest Values',
+  'mismatched_digests', (algorithm, { field, received }) =>
+    ({ algorithm, provided_digest: `:${received.get(algorithm) as string}:`, header: field })]
+const UNSUPPORTED: Typed = ['unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, 'unsupported-algorithms',
+  'Unsupported Hashing Algorithms', 'unsupported_algorithms', (algorithm, { field }) => ({ algorithm, header: field })]
+
+/** The failure of `typed` listing each of its outcome in `fields`, or null when there is none. */
+function refusal (
+  [outcome, Refusal, type, title, member, entry]: Typed, claims: readonly Claim[], fields: readonly FieldVerification[],
+  policy: JudgePolicy
+): Failure | null {
+  let entries: Entry[] | undefined
+  for (let i = 0; i < fields.length; i++) {
+    for (const result of (fields[i] as FieldVerification).results) {
+      if (result.outcome === outcome) (entries ??= []).push(entry(result.algorithm, claims[i] as Claim))
+    }
   }
-  return false
+  if (entries === undefined) return null
+  const error = new Refusal(fieldList(entries.map((e) => e.header)))
+  const { statusCode: status, message: detail, code } = error
+  return makeFailure(policy, error, { type: `${IANA}digest-${type}`, title, status, detail, code, [member]: entries })
 }
 
-type Member = (algorithm: string, claim: Claim) => { header: string }
-
-// The draft's types in the order judged: the outcome each lists, its error, and its member naming each algorithm.
-const TYPED: Array<[string, new (fields: string) => DigestError, { type: string, title: string }, string, Member]> = [
-  ['invalid-length', FST_DIGEST_INVALID_VALUE, PROBLEM_TYPES.invalid, 'invalid_digests',
-    (algorithm, { field }) => ({ algorithm, header: field, reason: invalidReason(algorithm) })],
-  // The value sent, as an RFC 8941 Byte Sequence (§4.1.8).
-  ['mismatched', FST_DIGEST_MISMATCH, PROBLEM_TYPES.mismatched, 'mismatched_digests',
-    (algorithm, { field, received }) =>
-      ({ algorithm, provided_digest: `:${received.get(algorithm) as string}:`, header: field })],
-  ['unsupported', FST_DIGEST_UNSUPPORTED_ALGORITHM, PROBLEM_TYPES.unsupported, 'unsupported_algorithms',
-    (algorithm, { field }) => ({ algorithm, header: field })]
-]
-
-// The failure of the claims checked as `fields`, or null: invalid values first, then mismatches;
-// `required` and no field verified: the unsupported algorithms named, or a missing digest.
+// The failure of the claims checked as `fields`, or null: invalid values first, then mismatches; unsupported
+// algorithms are refused only under `required` with no field verified, and no digest at all then is missing.
 export function judge (
   claims: readonly Claim[], fields: readonly FieldVerification[], policy: JudgePolicy, required: boolean
 ): Failure | null {
-  // Unsupported algorithms are refused only under `required` with nothing verified.
-  if (!anyFailed(fields) && (!required || fields.some((f) => f.ok))) return null
-  for (const [outcome, Refusal, type, member, entry] of TYPED) {
-    const entries: Array<{ header: string }> = []
-    for (let i = 0; i < fields.length; i++) {
-      for (const result of (fields[i] as FieldVerification).results) {
-        if (result.outcome === outcome) entries.push(entry(result.algorithm, claims[i] as Claim))
-      }
-    }
-    if (entries.length === 0) continue
-    const error = new Refusal(fieldList(entries.map((e) => e.header)))
-    const problem = { ...type, status: error.statusCode, detail: error.message, code: error.code, [member]: entries }
-    return makeFailure(policy, error, problem)
-  }
-  return blankFailure(policy, new FST_DIGEST_MISSING())
+  const failure = refusal(INVALID, claims, fields, policy) ?? refusal(MISMATCHED, claims, fields, policy)
+  if (failure !== null || !required || fields.some((f) => f.ok)) return failure
+  return refusal(UNSUPPORTED, claims, fields, policy) ?? blankFailure(policy, new FST_DIGEST_MISSING())
 }

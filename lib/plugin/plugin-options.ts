@@ -1,6 +1,6 @@
 // Plugin options checked at registration, the `digest` route option when a route is declared,
 // by one table of checks; hooks read the frozen params, never re-checked per request.
-import type { RegisterOptions } from 'fastify'
+import type { RegisterOptions, RouteOptions } from 'fastify'
 import type {
   DigestAlgorithm, DigestFieldsHook, FastifyDigestFieldsOptions, IntegritySignatureOption, RouteDigestOptions,
   VerifyPolicy
@@ -14,10 +14,6 @@ import { SF_KEY } from '../core/fields'
 import {
   heldKeyOf, SRI_ALGORITHMS, unpadded, type HeldKey, type IntegrityKeys, type IntegritySignature
 } from '../core/integrity'
-
-/** Streams that are consumed as they arrive: events, JSON lines, a camera's frames. */
-export const defaultLiveTypes: readonly string[] = Object.freeze(['text/event-stream', 'application/x-ndjson',
-  'application/jsonl', 'application/json-seq', 'multipart/x-mixed-replace'])
 
 /** Unsolicited algorithms: true (the first enabled), false, or enabled ones, kept in server order. */
 const checkUnsolicited: Check<readonly DigestAlgorithm[], DigestParams> = (value, name, fail, { algorithms }) => {
@@ -48,12 +44,6 @@ const checkLiveTypes: Check<ReadonlySet<string>> = (value, name, fail) => {
   }))
 }
 
-/** `fileSidecars`: true (used at once, checked in the background), 'verified' (used once checked), or false. */
-const checkSidecars: Check<boolean | 'verified'> = (value, name, fail) => {
-  if (typeof value === 'boolean' || value === 'verified') return value
-  throw fail(name, `expected true, false or 'verified', got ${describe(value)}`)
-}
-
 /** `integrityKeys`: Ed25519 private keys (KeyObjects or PEM), one or a list, by keyid. */
 const checkIntegrityKeys: Check<IntegrityKeys, DigestParams> = (value, name, fail, { algorithms }) => {
   const keys = new Map<string, HeldKey>()
@@ -68,7 +58,7 @@ const checkIntegrityKeys: Check<IntegrityKeys, DigestParams> = (value, name, fai
     keys.set(unpadded(held.keyid), held)
   }
   // An Unencoded-Digest signed for SRI carries sha-256 or sha-512 only (WICG signature-based-sri, "valid for SRI").
-  if (keys.size > 0 && !algorithms.some((a) => SRI_ALGORITHMS.includes(a))) {
+  if (!algorithms.some((a) => SRI_ALGORITHMS.includes(a))) {
     throw fail(name, 'needs sha-256 or sha-512 among the enabled algorithms: the signed Unencoded-Digest carries them')
   }
   return keys
@@ -98,7 +88,7 @@ const checkIntegritySignature: Check<IntegritySignature | null, DigestParams> = 
     throw fail(name, `expected true, false, the keyid of a key of integrityKeys (${keyids}) or { keyid, label }, ` +
       `got ${describe(keyid)}`)
   }
-  return Object.freeze({ label, keyid: held.keyid, privateKey: held.privateKey })
+  return Object.freeze({ ...held, label })
 }
 
 const checkHook: Check<DigestFieldsHook> = (value, name, fail) => {
@@ -115,19 +105,19 @@ const pluginOptions: Table<FastifyDigestFieldsOptions, DigestParams> = {
   unencodedDigest: [checkUnsolicited, []],
   trailers: [checkBoolean, true],
   maxBufferSize: [checkCount('bytes'), 1024 * 1024],
-  liveTypes: [checkLiveTypes, new Set(defaultLiveTypes)],
+  // Streams that are consumed as they arrive: events, JSON lines, a camera's frames.
+  liveTypes: [checkLiveTypes, new Set(['text/event-stream', 'application/x-ndjson', 'application/jsonl',
+    'application/json-seq', 'multipart/x-mixed-replace'])],
   conditional: [checkBoolean, true],
   noTransform: [checkBoolean, true],
   legacyDigest: [checkBoolean, false],
   fileCacheSize: [checkCount('files'), 1000],
   fileHashing: [oneOf<'wait' | 'background'>('wait', 'background'), 'wait'],
-  fileSidecars: [checkSidecars, false],
+  fileSidecars: [oneOf<boolean | 'verified'>(true, false, 'verified'), false],
   integrityKeys: [checkIntegrityKeys, new Map()],
   integritySignature: [checkIntegritySignature, null],
   onDigestFields: [checkHook, null]
 }
-
-const pluginKeys = Object.keys(pluginOptions)
 
 // The `digest` route option: plugin options checked as there, and `live`.
 const routeKeys: ReadonlyArray<keyof RouteDigestOptions> = ['contentDigest', 'reprDigest', 'unencodedDigest', 'verify',
@@ -157,17 +147,18 @@ export function normalizeOptions (opts: FastifyDigestFieldsOptions = {}): Digest
  * The `digest` route option: undefined keeps the plugin's params, false turns it off (null), an object overrides them.
  */
 export function normalizeRouteOptions (
-  global: DigestParams, value: unknown, method: string, url: string
+  global: DigestParams, { digest: value, method, url }: RouteOptions
 ): DigestParams | null {
   if (value === undefined) return global
   if (value === false) return null
-  const fail: Fail = (name, reason) => new FST_DIGEST_INVALID_ROUTE_OPTION(method, url, `${name}: ${reason}`)
+  const fail: Fail = (name, reason) =>
+    new FST_DIGEST_INVALID_ROUTE_OPTION(Array.isArray(method) ? method.join(',') : method, url, `${name}: ${reason}`)
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw fail('digest', `expected an object or false, got ${describe(value)}`)
   }
   const unknown = Object.keys(value).find((key) => !routeKeys.includes(key as never))
   if (unknown !== undefined) {
-    throw fail(unknown, pluginKeys.includes(unknown)
+    throw fail(unknown, Object.hasOwn(pluginOptions, unknown)
       ? `not a route-level option (route options: ${routeKeys.join(', ')})`
       : unknownKey(unknown, routeKeys, 'route options'))
   }

@@ -38,26 +38,18 @@ export function hookList<T> (hooks: T | T[] | undefined): T[] {
 
 /** Puts the hooks of `sets` on the route, in the order of `sets`, once every onRoute hook has run. */
 export function placeHooks (routeOptions: RouteOptions, sets: ReadonlyArray<RouteHooks | null>): void {
-  const hooks = sets.filter((s): s is RouteHooks => s !== null)
+  const ours = <K extends keyof RouteHooks>(key: K): Array<NonNullable<RouteHooks[K]>> =>
+    sets.flatMap((hooks) => hooks?.[key] ?? [])
   queueMicrotask(() => {
-    const firstRequest = hooks.flatMap((h) => h.onRequestFirst ?? [])
-    if (firstRequest.length > 0) routeOptions.onRequest = [...firstRequest, ...hookList(routeOptions.onRequest)]
-    const lastParsing = hooks.flatMap((h) => h.preParsingLast ?? [])
-    if (lastParsing.length > 0) routeOptions.preParsing = [...hookList(routeOptions.preParsing), ...lastParsing]
-    const firstValidation = hooks.flatMap((h) => h.preValidationFirst ?? [])
-    if (firstValidation.length > 0) {
-      routeOptions.preValidation = [...firstValidation, ...hookList(routeOptions.preValidation)]
-    }
-    const firstSend = hooks.flatMap((h) => h.onSendFirst ?? [])
-    const around = hooks.find((h) => h.onSendAround !== undefined)?.onSendAround
-    if (firstSend.length > 0 || around !== undefined) {
-      const others = hookList(routeOptions.onSend)
-      const middle = around === undefined
-        ? others
-        : others.length === 0 ? [around.alone] : [around.before, ...others, around.after]
-      routeOptions.onSend = [...firstSend, ...middle]
-    }
-    const lastError = hooks.flatMap((h) => h.onErrorLast ?? [])
-    if (lastError.length > 0) routeOptions.onError = [...hookList(routeOptions.onError), ...lastError]
+    routeOptions.onRequest = [...ours('onRequestFirst'), ...hookList(routeOptions.onRequest)]
+    routeOptions.preParsing = [...hookList(routeOptions.preParsing), ...ours('preParsingLast')]
+    routeOptions.preValidation = [...ours('preValidationFirst'), ...hookList(routeOptions.preValidation)]
+    const others = hookList(routeOptions.onSend)
+    const [around] = ours('onSendAround')
+    const middle = around === undefined
+      ? others
+      : others.length === 0 ? [around.alone] : [around.before, ...others, around.after]
+    routeOptions.onSend = [...ours('onSendFirst'), ...middle]
+    routeOptions.onError = [...hookList(routeOptions.onError), ...ours('onErrorLast')]
   })
 }

@@ -134,12 +134,12 @@ test('integritySignature: true, a keyid or { keyid, label }, at plugin and route
     t.throws(() => normalizeOptions(opts), { message }, `${name}: why`)
   }
   const global = normalizeOptions({ integrityKeys: keys, integritySignature: true })
-  t.equal(normalizeRouteOptions(global, {}, 'GET', '/')?.integritySignature, global.integritySignature, 'a route keeps the plugin\'s')
-  t.equal(normalizeRouteOptions(global, { integritySignature: false }, 'GET', '/')?.integritySignature, null, 'a route turns it off')
-  t.match(normalizeRouteOptions(global, { integritySignature: OTHER }, 'GET', '/')?.integritySignature, { keyid: OTHER }, 'a route picks another key')
-  t.throws(() => normalizeRouteOptions(normalizeOptions({}), { integritySignature: true }, 'GET', '/x'),
+  t.equal(normalizeRouteOptions(global, { method: 'GET', url: '/', digest: {} } as never)?.integritySignature, global.integritySignature, 'a route keeps the plugin\'s')
+  t.equal(normalizeRouteOptions(global, { method: 'GET', url: '/', digest: { integritySignature: false } } as never)?.integritySignature, null, 'a route turns it off')
+  t.match(normalizeRouteOptions(global, { method: 'GET', url: '/', digest: { integritySignature: OTHER } } as never)?.integritySignature, { keyid: OTHER }, 'a route picks another key')
+  t.throws(() => normalizeRouteOptions(normalizeOptions({}), { method: 'GET', url: '/x', digest: { integritySignature: true } } as never),
     { code: 'FST_DIGEST_INVALID_ROUTE_OPTION', message: /GET \/x: integritySignature: needs a key/ }, 'route level, no keys')
-  t.throws(() => normalizeRouteOptions(global, { integrityKeys: keys } as never, 'GET', '/x'),
+  t.throws(() => normalizeRouteOptions(global, { method: 'GET', url: '/x', digest: { integrityKeys: keys } } as never),
     { code: 'FST_DIGEST_INVALID_ROUTE_OPTION', message: /not a route-level option/ }, 'integrityKeys is plugin-level')
 })
 

@@ -1,6 +1,9 @@
 import { test } from 'tap'
 import fc from 'fast-check'
-import { editDistance, nearestKey } from '../../lib/core/option-checks'
+import { editDistance, unknownKey } from '../../lib/core/option-checks'
+
+/** The option unknownKey suggests for `key`, if any. */
+const nearestKey = (key: string, keys: string[]): string | undefined => /did you mean "(.*)"\?$/.exec(unknownKey(key, keys))?.[1]
 
 test('editDistance: insertions, deletions, substitutions and adjacent swaps cost 1', async (t) => {
   const cases: Array<[string, string, number]> = [
@@ -38,7 +41,7 @@ test('editDistance is a distance bounded by the lengths', async (t) => {
   t.pass()
 })
 
-test('nearestKey: the nearest candidate within a third of the length, ignoring case; ties to the first', async (t) => {
+test('unknownKey: the nearest candidate within a third of the length, ignoring case; ties to the first', async (t) => {
   const keys = ['contentDigest', 'reprDigest', 'verify', 'trailers']
   t.equal(nearestKey('verfy', keys), 'verify')
   t.equal(nearestKey('VERIFY', keys), 'verify', 'case only')
@@ -50,4 +53,5 @@ test('nearestKey: the nearest candidate within a third of the length, ignoring c
   t.equal(nearestKey('ab', ['xy', 'ad', 'ac']), 'ad')
   t.equal(nearestKey('a', ['b']), 'b', 'one edit is always near enough')
   t.equal(nearestKey('anything', []), undefined)
+  t.equal(unknownKey('xyz', ['abc', 'def'], 'route options'), 'unknown option (route options: abc, def)')
 })

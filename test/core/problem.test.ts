@@ -3,19 +3,20 @@
 import { test } from 'tap'
 import type { FieldVerification } from '../../types/index'
 import type { Claim } from '../../lib/core/claims'
-import { blankProblem, invalidReason, judge as judgeFields, PROBLEM_CONTENT_TYPE, PROBLEM_TYPES } from '../../lib/core/problem'
+import { blankProblem, judge as judgeFields, PROBLEM_CONTENT_TYPE } from '../../lib/core/problem'
 
 const IANA = 'https://iana.org/assignments/http-problem-types#'
 const policy = { algorithms: ['sha-256', 'sha-512'] as const }
 
-test('type URIs and registered titles', async (t) => {
+// The draft's type URIs (IANA HTTP Problem Types) and their registered titles.
+const PROBLEM_TYPES = {
+  unsupported: { type: `${IANA}digest-unsupported-algorithms`, title: 'Unsupported Hashing Algorithms' },
+  invalid: { type: `${IANA}digest-invalid-values`, title: 'Invalid Digest Values' },
+  mismatched: { type: `${IANA}digest-mismatched-values`, title: 'Mismatched Digest Values' }
+}
+
+test('the problem media type', async (t) => {
   t.equal(PROBLEM_CONTENT_TYPE, 'application/problem+json')
-  t.same(PROBLEM_TYPES, {
-    unsupported: { type: `${IANA}digest-unsupported-algorithms`, title: 'Unsupported Hashing Algorithms' },
-    invalid: { type: `${IANA}digest-invalid-values`, title: 'Invalid Digest Values' },
-    mismatched: { type: `${IANA}digest-mismatched-values`, title: 'Mismatched Digest Values' }
-  })
-  t.ok(Object.isFrozen(PROBLEM_TYPES) && Object.isFrozen(PROBLEM_TYPES.invalid))
 })
 
 test('about:blank problems take the status phrase as title', async (t) => {
@@ -23,13 +24,6 @@ test('about:blank problems take the status phrase as title', async (t) => {
   t.equal(blankProblem(413, 'C', 'd').title, 'Content Too Large')
   t.equal(blankProblem(415, 'C', 'd').title, 'Unsupported Media Type')
   t.equal(blankProblem(499, 'C', 'd').title, 'Bad Request')
-})
-
-test('reasons of invalid values', async (t) => {
-  t.equal(invalidReason('sha-512'), 'digest value is not 64 bytes long')
-  t.equal(invalidReason('sha-256'), 'digest value is not 32 bytes long')
-  t.equal(invalidReason('unixsum'), 'digest value is not 2 bytes long')
-  t.equal(invalidReason('foo'), 'digest value cannot be produced by the algorithm')
 })
 
 type Checked = [Claim, FieldVerification]
@@ -70,4 +64,12 @@ test('the three draft problem types name what the client sent, never the compute
     unsupported_algorithms: [{ algorithm: 'md5', header: 'Repr-Digest' }, { algorithm: 'md5', header: 'Repr-Digest' }]
   }))
   t.equal(judge([], policy, true)?.problem.code, 'FST_DIGEST_MISSING')
+})
+
+test('the reason of an invalid value names the length the algorithm produces', async (t) => {
+  const all = { algorithms: ['sha-512', 'sha-256', 'unixsum'] as const }
+  for (const [algorithm, length] of [['sha-512', 64], ['sha-256', 32], ['unixsum', 2]] as const) {
+    const failure = judge([field('Content-Digest', [[algorithm, 'invalid-length', Buffer.alloc(1)]])], all as never, false)
+    t.same(failure?.problem.invalid_digests, [{ algorithm, header: 'Content-Digest', reason: `digest value is not ${length} bytes long` }])
+  }
 })

@@ -261,7 +261,7 @@ function project (plan: FieldPlan & Delivery, expected: Expected): Expected {
 test('the response plan, row by row', async (t) => {
   for (const row of TABLE) {
     const global = normalizeOptions(row.plugin)
-    const params = normalizeRouteOptions(global, row.route, 'GET', '/') ?? global
+    const params = normalizeRouteOptions(global, { method: 'GET', url: '/', digest: row.route } as never) ?? global
     const payload: PayloadFacts = { kind: 'bytes', status: 200, ...row.payload }
     const plan = planResponse(factsOf(row.request), params, payload)
     if (row.expect === null) {

@@ -2,7 +2,7 @@
 // `live` option, else the response's media type among `liveTypes`.
 import { test } from 'tap'
 import { isLiveStream } from '../../lib/core/response-plan'
-import { defaultLiveTypes } from '../../lib/plugin/plugin-options'
+import { normalizeOptions } from '../../lib/plugin/plugin-options'
 
 test('isLiveStream: the media type read lowercase, without parameters and whitespace', async (t) => {
   const cases: Array<[unknown, string]> = [
@@ -20,8 +20,8 @@ test('isLiveStream: the media type read lowercase, without parameters and whites
 })
 
 test('isLiveStream: the route option first, then the media type', async (t) => {
-  const types = new Set(defaultLiveTypes)
-  for (const type of defaultLiveTypes) {
+  const types = normalizeOptions().liveTypes
+  for (const type of types) {
     t.equal(isLiveStream(null, types, `${type}; charset=utf-8`), true, type)
     t.equal(isLiveStream(false, types, type), false, `${type}, live: false`)
   }

@@ -105,11 +105,11 @@ test('liveTypes and the live route option are validated', async (t) => {
     t.throws(() => normalizeOptions({ liveTypes: liveTypes as never }), { code: 'FST_DIGEST_INVALID_OPTION', message }, JSON.stringify(liveTypes))
   }
   const global = normalizeOptions()
-  t.equal(normalizeRouteOptions(global, { live: true }, 'GET', '/')?.live, true)
-  t.equal(normalizeRouteOptions(global, { live: false }, 'GET', '/')?.live, false)
-  t.equal(normalizeRouteOptions(global, {}, 'GET', '/')?.live, null, 'by liveTypes')
-  t.throws(() => normalizeRouteOptions(global, { live: 'yes' }, 'GET', '/x'), { code: 'FST_DIGEST_INVALID_ROUTE_OPTION', message: /GET \/x: live: expected a boolean, got "yes"/ })
-  t.throws(() => normalizeRouteOptions(global, { liveTypes: [] }, 'GET', '/x'), { message: /liveTypes: not a route-level option/ })
+  t.equal(normalizeRouteOptions(global, { method: 'GET', url: '/', digest: { live: true } } as never)?.live, true)
+  t.equal(normalizeRouteOptions(global, { method: 'GET', url: '/', digest: { live: false } } as never)?.live, false)
+  t.equal(normalizeRouteOptions(global, { method: 'GET', url: '/', digest: {} } as never)?.live, null, 'by liveTypes')
+  t.throws(() => normalizeRouteOptions(global, { method: 'GET', url: '/x', digest: { live: 'yes' } } as never), { code: 'FST_DIGEST_INVALID_ROUTE_OPTION', message: /GET \/x: live: expected a boolean, got "yes"/ })
+  t.throws(() => normalizeRouteOptions(global, { method: 'GET', url: '/x', digest: { liveTypes: [] } } as never), { message: /liveTypes: not a route-level option/ })
 })
 
 test('unknown keys fail at registration, naming the key and the nearest option', async (t) => {
