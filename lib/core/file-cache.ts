@@ -3,6 +3,7 @@
 import { constants, type ReadStream, type Stats } from 'node:fs'
 import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
+import { ALGORITHMS } from './algorithms'
 import { MultiDigester, type DigestResults } from './digest-stream'
 
 export interface StaticFile {
@@ -42,7 +43,7 @@ export async function hashFile (
   let position = range === null ? 0 : range.start
   const end = range === null ? file.stat.size : range.end + 1
   const hasher = new MultiDigester(algorithms)
-  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(READ_SIZE, end - position)))
+  const buffer = Buffer.allocUnsafe(Math.min(READ_SIZE, end - position))
   try {
     while (position < end) {
       const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position), position)
@@ -60,15 +61,9 @@ export async function hashFile (
   return null
 }
 
-/** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
-const SIDECARS: Partial<Record<DigestAlgorithm, readonly [string, number]>> = {
-  'sha-256': ['.sha256', 32],
-  'sha-512': ['.sha512', 64]
-}
-
-/** The sidecar of `path` for `algorithm` (`app.js.sha256`), one of those that have one. */
+/** The sidecar of `path` for `algorithm`, sha-256 or sha-512 (Apache's mod_digest_fields: `app.js.sha256`). */
 export function sidecarPath (path: string, algorithm: DigestAlgorithm): string {
-  return path + (SIDECARS[algorithm] as readonly [string, number])[0]
+  return path + '.' + algorithm.replace('-', '')
 }
 
 // One line: the hex alone or followed by blanks and the name (GNU
@@ -84,10 +79,9 @@ export async function readSidecars (
 ): Promise<DigestResults | null> {
   const out: DigestResults = new Map()
   for (const algorithm of algorithms) {
-    const sidecar = SIDECARS[algorithm]
-    if (sidecar === undefined) return null
+    if (algorithm !== 'sha-256' && algorithm !== 'sha-512') return null
     // Non-blocking: a FIFO in the sidecar's place must not hold a thread.
-    const handle = await open(path + sidecar[0], constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
+    const handle = await open(sidecarPath(path, algorithm), constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
     if (handle === null) return null
     let text = ''
     try {
@@ -99,7 +93,7 @@ export async function readSidecars (
     }
     const m = SIDECAR_LINE.exec(text)
     const hex = m?.[1] ?? m?.[2]
-    if (hex?.length !== sidecar[1] * 2) return null
+    if (hex === undefined || hex.length / 2 !== ALGORITHMS.get(algorithm)?.length) return null
     out.set(algorithm, Buffer.from(hex, 'hex'))
   }
   return out
