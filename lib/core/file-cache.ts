@@ -113,8 +113,8 @@ type Pass = Promise<DigestResults | null>
  * (true: used at once, checked in the background; 'verified': used once a pass confirmed them).
  */
 interface FileCacheOptions {
-  readonly background?: boolean
-  readonly sidecars?: boolean | 'verified'
+  readonly background: boolean
+  readonly sidecars: boolean | 'verified'
   readonly wrongSidecar?: (path: string) => void
 }
 
@@ -141,7 +141,7 @@ export class FileDigestCache {
   #running = 0
   readonly #queue: Array<() => void> = []
 
-  constructor (private readonly max: number, private readonly options: FileCacheOptions = {}) {}
+  constructor (private readonly max: number, private readonly options: FileCacheOptions) {}
 
   #store (file: StaticFile, key: string, digests: DigestResults): void {
     const entry = this.#entries.get(file.path)
@@ -213,19 +213,19 @@ export class FileDigestCache {
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
     const key = versionKey(file)
     let found = this.#lookup(file, key, algorithms)
-    if (found.includes(undefined) && (this.options.sidecars ?? false) !== false && !this.#wrong.has(key)) {
+    if (found.includes(undefined) && this.options.sidecars !== false && !this.#wrong.has(key)) {
       await this.#fromSidecars(file, key, algorithms.filter((_, i) => found[i] === undefined))
       found = this.#lookup(file, key, algorithms)
     }
     if (found.includes(undefined)) {
-      this.#pass(file, key, algorithms.filter((_, i) => found[i] === undefined), this.options.background === true, null)
+      this.#pass(file, key, algorithms.filter((_, i) => found[i] === undefined), this.options.background, null)
       found = this.#lookup(file, key, algorithms)
     }
     const out: DigestResults = new Map()
     for (let i = 0; i < algorithms.length; i++) {
       const a = algorithms[i] as DigestAlgorithm
       let value = found[i]
-      if (value instanceof Promise) value = this.options.background === true ? undefined : (await value)?.get(a)
+      if (value instanceof Promise) value = this.options.background ? undefined : (await value)?.get(a)
       if (value === undefined) return null
       out.set(a, value)
     }
@@ -240,7 +240,7 @@ export class FileDigestCache {
     if (claimed === null || !this.#lookup(file, key, missing).every((v) => v === undefined)) return
     if (this.#verified.has(key)) return this.#store(file, key, claimed)
     if (this.options.sidecars === 'verified') {
-      this.#pass(file, key, missing, this.options.background === true, claimed)
+      this.#pass(file, key, missing, this.options.background, claimed)
       return
     }
     // Kept only while a pass checks them (none starts when too many wait).
