@@ -72,27 +72,21 @@ export function computeDigest (algorithm: DigestAlgorithm, data: Data): Buffer {
   return checksumOctets(entry, entry.update(bytes), bytes.length)
 }
 
-type Base64Digester = (data: Data) => string
-
-// computeDigest() as base64 for each key: a node:crypto hash writes it directly, a checksum's octets are encoded.
-const BASE64: ReadonlyMap<DigestAlgorithm, Base64Digester> = new Map([...REGISTRY].map(([algorithm, entry]) => {
-  const name = entry.hash
-  const digester: Base64Digester = name === undefined
-    ? (data) => computeDigest(algorithm, data).toString('base64')
-    : (data) => hash(name, data, 'base64')
-  return [algorithm, digester]
-}))
+// computeDigest() as base64: a node:crypto hash (`name`) writes it directly, a checksum's octets are encoded.
+function base64Digest (algorithm: DigestAlgorithm, name: string | undefined, data: Data): string {
+  return name === undefined ? computeDigest(algorithm, data).toString('base64') : hash(name, data, 'base64')
+}
 
 /** computeDigest() as base64 for one algorithm; FST_DIGEST_UNKNOWN_ALGORITHM outside the registry. */
-export function base64Digester (algorithm: DigestAlgorithm): Base64Digester {
-  lookup(algorithm)
-  return BASE64.get(algorithm) as Base64Digester
+export function base64Digester (algorithm: DigestAlgorithm): (data: Data) => string {
+  const name = lookup(algorithm).hash
+  return (data) => base64Digest(algorithm, name, data)
 }
 
 /** computeDigest() as base64 text for each algorithm: what a request's claims are compared with (compare.ts). */
 export function digestTexts (algorithms: Iterable<DigestAlgorithm>, data: Data): Map<DigestAlgorithm, string> {
   const texts = new Map<DigestAlgorithm, string>()
-  for (const algorithm of algorithms) texts.set(algorithm, base64Digester(algorithm)(data))
+  for (const algorithm of algorithms) texts.set(algorithm, base64Digest(algorithm, lookup(algorithm).hash, data))
   return texts
 }
 

@@ -4,7 +4,6 @@
 import { parseDictionary } from 'structured-headers'
 import type { DigestAlgorithm, DigestMap, SerializeOptions, WantMap } from '../../types/index'
 import { base64Digester, computeDigest, isDigestAlgorithm } from './algorithms'
-import { textsOf } from './compare'
 import { FST_DIGEST_INVALID_FIELD } from './errors'
 
 // unixsum and unixcksum may be Integers: their width in octets, big-endian (RFC 9530 §5, Appendix D).
@@ -83,53 +82,50 @@ function plainDigestTexts (input: string): Map<string, string> | null {
   return texts
 }
 
-// The members of a Dictionary that is not plain: Byte Sequences kept for every key, unixsum/unixcksum Integers too
-// but in Unencoded-Digest (its §3); no parameters. FST_DIGEST_INVALID_FIELD when malformed.
-function dictionaryDigests (input: string, field: string): DigestMap {
+// The members of a Dictionary that is not plain, as base64 text: Byte Sequences kept for every key, unixsum/unixcksum
+// Integers too but in Unencoded-Digest (its §3); no parameters; null for none. FST_DIGEST_INVALID_FIELD when malformed.
+function dictionaryTexts (input: string, field: string): Map<string, string> | null {
   let dictionary: ReturnType<typeof parseDictionary>
   try {
     dictionary = parseDictionary(input)
   } catch (err) {
     throw new FST_DIGEST_INVALID_FIELD(field, (err as Error).message)
   }
-  const digests: DigestMap = new Map()
+  const texts = new Map<string, string>()
   let decimals: Set<string> | undefined
   for (const [key, [item]] of dictionary) {
     const width = field === 'Unencoded-Digest' ? undefined : INTEGER_WIDTH.get(key)
     if (item instanceof ArrayBuffer) {
-      digests.set(key, Buffer.from(item))
+      texts.set(key, Buffer.from(item).toString('base64'))
     } else if (width !== undefined && Number.isInteger(item) && !(decimals ??= decimalMembers(input)).has(key)) {
-      digests.set(key, integerOctets(item as number, width))
+      texts.set(key, integerOctets(item as number, width).toString('base64'))
     } else if (isDigestAlgorithm(key)) {
       const kind = width === undefined ? 'a Byte Sequence' : 'a Byte Sequence or an Integer'
       throw new FST_DIGEST_INVALID_FIELD(field, `${key} must be ${kind}`)
     } // else an unknown key whose value is not a Byte Sequence: dropped.
   }
-  return digests
+  return texts.size === 0 ? null : texts
 }
 
-// A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`): null when nothing usable,
-// FST_DIGEST_INVALID_FIELD when malformed (docs/design.md, "Parsing fields").
+/**
+ * A Content-Digest, Repr-Digest or Unencoded-Digest value (`field`) with each value as base64 text: as sent for plain
+ * members, else of the octets. Null when nothing usable, FST_DIGEST_INVALID_FIELD when malformed (docs/design.md,
+ * "Parsing fields").
+ */
+export function parseDigestTexts (
+  value: string | readonly string[] | null | undefined, field: string
+): Map<string, string> | null {
+  const input = combineLines(value)
+  if (input === null) return null
+  return plainDigestTexts(input) ?? dictionaryTexts(input, field)
+}
+
+/** parseDigestTexts() as octets (Buffer decodes base64 as atob does, pad bits dropped by both). */
 export function parseDigestField (
   value: string | readonly string[] | null | undefined, field: string = 'Content-Digest'
 ): DigestMap | null {
-  const input = combineLines(value)
-  if (input === null) return null
-  const plain = plainDigestTexts(input)
-  // Buffer decodes base64 as atob does (pad bits dropped by both).
-  if (plain !== null) return new Map([...plain].map(([key, text]) => [key, Buffer.from(text, 'base64')]))
-  const digests = dictionaryDigests(input, field)
-  return digests.size === 0 ? null : digests
-}
-
-/** parseDigestField() with each value as base64 text: as sent for plain members, else of the octets. */
-export function parseDigestTexts (value: string | readonly string[], field: string): Map<string, string> | null {
-  const input = combineLines(value)
-  if (input === null) return null
-  const plain = plainDigestTexts(input)
-  if (plain !== null) return plain
-  const digests = dictionaryDigests(input, field)
-  return digests.size === 0 ? null : textsOf(digests)
+  const texts = parseDigestTexts(value, field)
+  return texts === null ? null : new Map([...texts].map(([key, text]) => [key, Buffer.from(text, 'base64')]))
 }
 
 /** Whether no algorithm of the list is written as an Integer in the default mode (unixsum, unixcksum). */

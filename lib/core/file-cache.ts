@@ -3,6 +3,7 @@
 import { constants, type ReadStream, type Stats } from 'node:fs'
 import { open } from 'node:fs/promises'
 import type { DigestAlgorithm } from '../../types/index'
+import { ALGORITHMS } from './algorithms'
 import { MultiDigester, type DigestResults } from './digest-stream'
 
 export interface StaticFile {
@@ -42,7 +43,7 @@ export async function hashFile (
   let position = range === null ? 0 : range.start
   const end = range === null ? file.stat.size : range.end + 1
   const hasher = new MultiDigester(algorithms)
-  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(READ_SIZE, end - position)))
+  const buffer = Buffer.allocUnsafe(Math.min(READ_SIZE, end - position))
   try {
     while (position < end) {
       const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, end - position), position)
@@ -60,15 +61,9 @@ export async function hashFile (
   return null
 }
 
-/** The sidecar's extension and the digest's octets, by algorithm (Apache's mod_digest_fields). */
-const SIDECARS: Partial<Record<DigestAlgorithm, readonly [string, number]>> = {
-  'sha-256': ['.sha256', 32],
-  'sha-512': ['.sha512', 64]
-}
-
-/** The sidecar of `path` for `algorithm` (`app.js.sha256`), one of those that have one. */
+/** The sidecar of `path` for `algorithm`, sha-256 or sha-512 (Apache's mod_digest_fields: `app.js.sha256`). */
 export function sidecarPath (path: string, algorithm: DigestAlgorithm): string {
-  return path + (SIDECARS[algorithm] as readonly [string, number])[0]
+  return path + '.' + algorithm.replace('-', '')
 }
 
 // One line: the hex alone or followed by blanks and the name (GNU
@@ -84,10 +79,9 @@ export async function readSidecars (
 ): Promise<DigestResults | null> {
   const out: DigestResults = new Map()
   for (const algorithm of algorithms) {
-    const sidecar = SIDECARS[algorithm]
-    if (sidecar === undefined) return null
+    if (algorithm !== 'sha-256' && algorithm !== 'sha-512') return null
     // Non-blocking: a FIFO in the sidecar's place must not hold a thread.
-    const handle = await open(path + sidecar[0], constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
+    const handle = await open(sidecarPath(path, algorithm), constants.O_RDONLY | constants.O_NONBLOCK).catch(() => null)
     if (handle === null) return null
     let text = ''
     try {
@@ -99,7 +93,7 @@ export async function readSidecars (
     }
     const m = SIDECAR_LINE.exec(text)
     const hex = m?.[1] ?? m?.[2]
-    if (hex?.length !== sidecar[1] * 2) return null
+    if (hex === undefined || hex.length / 2 !== ALGORITHMS.get(algorithm)?.length) return null
     out.set(algorithm, Buffer.from(hex, 'hex'))
   }
   return out
@@ -119,8 +113,8 @@ type Pass = Promise<DigestResults | null>
  * (true: used at once, checked in the background; 'verified': used once a pass confirmed them).
  */
 interface FileCacheOptions {
-  readonly background?: boolean
-  readonly sidecars?: boolean | 'verified'
+  readonly background: boolean
+  readonly sidecars: boolean | 'verified'
   readonly wrongSidecar?: (path: string) => void
 }
 
@@ -147,7 +141,7 @@ export class FileDigestCache {
   #running = 0
   readonly #queue: Array<() => void> = []
 
-  constructor (private readonly max: number, private readonly options: FileCacheOptions = {}) {}
+  constructor (private readonly max: number, private readonly options: FileCacheOptions) {}
 
   #store (file: StaticFile, key: string, digests: DigestResults): void {
     const entry = this.#entries.get(file.path)
@@ -219,19 +213,19 @@ export class FileDigestCache {
   async digests (file: StaticFile, algorithms: readonly DigestAlgorithm[]): Promise<DigestResults | null> {
     const key = versionKey(file)
     let found = this.#lookup(file, key, algorithms)
-    if (found.includes(undefined) && (this.options.sidecars ?? false) !== false && !this.#wrong.has(key)) {
+    if (found.includes(undefined) && this.options.sidecars !== false && !this.#wrong.has(key)) {
       await this.#fromSidecars(file, key, algorithms.filter((_, i) => found[i] === undefined))
       found = this.#lookup(file, key, algorithms)
     }
     if (found.includes(undefined)) {
-      this.#pass(file, key, algorithms.filter((_, i) => found[i] === undefined), this.options.background === true, null)
+      this.#pass(file, key, algorithms.filter((_, i) => found[i] === undefined), this.options.background, null)
       found = this.#lookup(file, key, algorithms)
     }
     const out: DigestResults = new Map()
     for (let i = 0; i < algorithms.length; i++) {
       const a = algorithms[i] as DigestAlgorithm
       let value = found[i]
-      if (value instanceof Promise) value = this.options.background === true ? undefined : (await value)?.get(a)
+      if (value instanceof Promise) value = this.options.background ? undefined : (await value)?.get(a)
       if (value === undefined) return null
       out.set(a, value)
     }
@@ -246,7 +240,7 @@ export class FileDigestCache {
     if (claimed === null || !this.#lookup(file, key, missing).every((v) => v === undefined)) return
     if (this.#verified.has(key)) return this.#store(file, key, claimed)
     if (this.options.sidecars === 'verified') {
-      this.#pass(file, key, missing, this.options.background === true, claimed)
+      this.#pass(file, key, missing, this.options.background, claimed)
       return
     }
     // Kept only while a pass checks them (none starts when too many wait).

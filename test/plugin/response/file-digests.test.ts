@@ -71,9 +71,12 @@ test('hashFile: null whenever the bytes may not be that version of the file', as
   t.equal(await hashFile({ path: dir, stat: statSync(dir) }, ['sha-256']), null, 'a directory cannot be read')
 })
 
+/** fileHashing: 'wait', no sidecars. */
+const WAIT = { background: false, sidecars: false } as const
+
 test('FileDigestCache: one pass per file version, shared by concurrent requests, merged per algorithm', async (t) => {
   const file = await tempFile(t, 'shared pass')
-  const cache = new FileDigestCache(10)
+  const cache = new FileDigestCache(10, WAIT)
   const all = Promise.all([
     cache.digests(file, ['sha-256']),
     cache.digests(file, ['sha-256']),
@@ -96,12 +99,12 @@ test('FileDigestCache: never stale, and bounded', async (t) => {
   const path = join(dir, 'v.txt')
   await writeFile(path, 'first version')
   const v1 = { path, stat: statSync(path) }
-  const cache = new FileDigestCache(2)
+  const cache = new FileDigestCache(2, WAIT)
   t.equal(field(await cache.digests(v1, ['sha-256'])), sf('first version'))
   await writeFile(path, 'second version, longer')
   const v2 = { path, stat: statSync(path) }
   t.equal(field(await cache.digests(v1, ['sha-256'])), sf('first version'), 'the old version, cached')
-  t.equal(await new FileDigestCache(2).digests(v1, ['sha-256']), null, 'the old version can no longer be hashed')
+  t.equal(await new FileDigestCache(2, WAIT).digests(v1, ['sha-256']), null, 'the old version can no longer be hashed')
   t.equal(field(await cache.digests(v2, ['sha-256'])), sf('second version, longer'), 'a new stat is a new version')
   t.equal(await cache.digests(v1, ['sha-256']), null, 'the new version replaced the old one (one entry per path)')
 
@@ -128,7 +131,7 @@ test('FileDigestCache: never stale, and bounded', async (t) => {
   cache.drop(c2.path)
   t.notOk(await cached(c2), 'dropped: the bytes sent did not match')
 
-  const none = new FileDigestCache(0)
+  const none = new FileDigestCache(0, WAIT)
   await writeFile(a.path, 'a')
   const a2 = { path: a.path, stat: statSync(a.path) }
   t.equal(field(await none.digests(a2, ['sha-256'])), sf('a'), 'fileCacheSize 0 still answers')
@@ -147,7 +150,7 @@ test('FileDigestCache with sidecars: used at once, checked by a background pass,
   const right = await make('right.js', 'right', 'right')
   const wrong = await make('wrong.js', 'wrong', 'a lie')
   const told: string[] = []
-  const cache = new FileDigestCache(10, { sidecars: true, wrongSidecar: (path) => told.push(path) })
+  const cache = new FileDigestCache(10, { background: false, sidecars: true, wrongSidecar: (path) => told.push(path) })
   t.equal(field(await cache.digests(right, ['sha-256'])), sf('right'), 'from the sidecar, while its check waits')
   t.equal(field(await cache.digests(wrong, ['sha-256'])), sf('a lie'), 'a wrong sidecar is served until checked (HEAD and 206 only: a GET is checked as it is sent)')
   await new Promise((resolve) => setTimeout(resolve, 50))
@@ -159,7 +162,7 @@ test('FileDigestCache with sidecars: used at once, checked by a background pass,
 
   // A check that cannot read the file to the end (rewritten meanwhile): its claim is dropped.
   const moving = await make('moving.js', 'moving', 'moving')
-  const rewriting = new FileDigestCache(10, { sidecars: true })
+  const rewriting = new FileDigestCache(10, { background: false, sidecars: true })
   t.equal(field(await rewriting.digests(moving, ['sha-256'])), sf('moving'))
   // Before the check's first read: only microtasks ran since it started.
   writeFileSync(moving.path, 'moved')
@@ -168,7 +171,7 @@ test('FileDigestCache with sidecars: used at once, checked by a background pass,
   t.equal(await rewriting.digests(moving, ['sha-256']), null, 'unchecked: dropped (and that version cannot be hashed)')
 
   // Without a callback, a wrong sidecar is still replaced.
-  const quiet = new FileDigestCache(10, { sidecars: true })
+  const quiet = new FileDigestCache(10, { background: false, sidecars: true })
   t.equal(field(await quiet.digests(wrong, ['sha-256'])), sf('a lie'))
   await new Promise((resolve) => setTimeout(resolve, 50))
   t.equal(field(await quiet.digests(wrong, ['sha-256'])), sf('wrong'))
@@ -208,7 +211,7 @@ test('FileDigestCache with verified sidecars: the file is hashed first; a confir
   const b = await make('b.js', 'b', 'b')
   const w = await make('w.js', 'w', 'a lie')
   const told: string[] = []
-  const cache = new FileDigestCache(1, { sidecars: 'verified', wrongSidecar: (path) => told.push(path) })
+  const cache = new FileDigestCache(1, { background: false, sidecars: 'verified', wrongSidecar: (path) => told.push(path) })
   const count = countHashing()
   t.teardown(() => count.restore())
   /** The digests of `file`, and the hash passes the cache made for them. */
