@@ -68,7 +68,7 @@ export function anyWrongLength (claims: readonly Claim[], policy: ClaimPolicy): 
 }
 
 const NO_ALGORITHMS: ReadonlySet<DigestAlgorithm> = new Set()
-const NO_FIELDS: ReadonlyArray<readonly [DigestFieldName, boolean]> = []
+const NO_NAMES: readonly string[] = []
 
 /** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's. */
 export interface Wanted {
@@ -77,33 +77,22 @@ export interface Wanted {
   decodedFields: string
 }
 
-/** Adds the enabled algorithms the claims name to `received`; returns those of claims over decoded content. */
+/**
+ * Adds the enabled algorithms the claims name to `received`, the fields over decoded content to `decodedFields`;
+ * returns the algorithms of the latter.
+ */
 function claimedAlgorithms (
-  claims: readonly Claim[], policy: ClaimPolicy, received: Set<DigestAlgorithm>
+  claims: readonly Claim[], policy: ClaimPolicy, received: Set<DigestAlgorithm>, decodedFields: string[]
 ): Set<DigestAlgorithm> | null {
   // Made for the first algorithm of decoded content (most requests have none).
   let decoded: Set<DigestAlgorithm> | null = null
   for (const claim of claims) {
+    if (claim.decoded) decodedFields.push(claim.field)
     for (const algorithm of policy.algorithms) {
-      if (!claim.received.has(algorithm)) continue
-      if (claim.decoded) (decoded ??= new Set()).add(algorithm)
-      else received.add(algorithm)
+      if (claim.received.has(algorithm)) (claim.decoded ? (decoded ??= new Set()) : received).add(algorithm)
     }
   }
   return decoded
-}
-
-/** The digest fields the Trailer field announces, and whether each is checked over the decoded content. */
-function announcedFields (
-  trailer: string, policy: ClaimPolicy, coding: string | null
-): Array<readonly [DigestFieldName, boolean]> {
-  const fields: Array<readonly [DigestFieldName, boolean]> = []
-  for (const name of trailer.split(',')) {
-    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
-    if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
-    fields.push([field, isDecoded(field, coding, policy)])
-  }
-  return fields
 }
 
 // The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
@@ -113,11 +102,12 @@ export function collectAlgorithms (
   claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
 ): Wanted {
   const received = new Set<DigestAlgorithm>()
-  let decoded = claimedAlgorithms(claims, policy, received)
   const decodedFields: string[] = []
-  for (const claim of claims) if (claim.decoded) decodedFields.push(claim.field)
-  const announced = trailer === undefined ? NO_FIELDS : announcedFields(trailer, policy, coding)
-  for (const [field, fromDecoded] of announced) {
+  let decoded = claimedAlgorithms(claims, policy, received, decodedFields)
+  for (const name of trailer?.split(',') ?? NO_NAMES) {
+    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
+    if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
+    const fromDecoded = isDecoded(field, coding, policy)
     const into = fromDecoded ? (decoded ??= new Set()) : received
     for (const algorithm of policy.algorithms) into.add(algorithm)
     if (fromDecoded && !decodedFields.includes(field)) decodedFields.push(field)
