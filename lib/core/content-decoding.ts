@@ -147,7 +147,8 @@ export class DecodingTap implements StreamTap {
       this.#batch.push(chunk)
       return true
     }
-    if (this.#flush(chunk)) return true
+    // A decoder can stop within the write (a synchronous stage's output past the limit): then the chunk was taken.
+    if (this.#flush(chunk) || this.#stopped) return true
     this.#pending = next
     return false
   }
