@@ -5,7 +5,8 @@
 // answer with a 4xx (fastify lib/content-type-parser.js rawBody). Pure: node:stream, no fastify.
 import { finished, Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
-import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
+import type { DecodingTap } from './content-decoding'
+import { MultiDigester, type DigestResults, type EndCheck } from './digest-stream'
 
 /** A preParsing payload: a decoder's (@fastify/compress) counts the bytes it read, for fastify's limits. */
 export type PayloadStream = Readable & { receivedEncodedLength?: unknown }
@@ -14,7 +15,7 @@ function ignoreError (): void {}
 
 export class BodyStream extends Readable {
   hasher: MultiDigester | null
-  side: StreamTap | null = null
+  side: DecodingTap | null = null
   endCheck: EndCheck | null = null
   digests: DigestResults | null = null
   /** Past `limit` bytes hashing stops, with `failure` 'too-large': the digests are of a prefix only. */

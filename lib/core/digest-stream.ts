@@ -43,14 +43,6 @@ export function digestAll (algorithms: Iterable<DigestAlgorithm>, data: Buffer |
   return out
 }
 
-// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes more now, else calls
-// `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
-export interface StreamTap {
-  write (chunk: Uint8Array, next: (() => void) | null): boolean
-  end (done: () => void): void
-  destroy (): void
-}
-
 /** Runs at the end of the data; an error given to `callback` replaces the clean end. */
 export type EndCheck = (callback: (err?: Error | null) => void) => void
 

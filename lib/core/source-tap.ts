@@ -5,7 +5,8 @@
 // end (nor multipart's closing boundary) of a body that failed. Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
-import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
+import type { DecodingTap } from './content-decoding'
+import { MultiDigester, type DigestResults, type EndCheck } from './digest-stream'
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readableState: { ended: boolean } }
@@ -33,7 +34,7 @@ export class SourceTap {
   readonly #source: Source
   readonly #push: Push
   readonly hasher: MultiDigester
-  #side: StreamTap | null
+  #side: DecodingTap | null
   #held: Buffer[] = []
   #heldBytes = 0
   readonly #onEnd: EndCheck
@@ -51,7 +52,7 @@ export class SourceTap {
 
   /** `pushed`: every chunk pushed before the tap (a ChunkKeeper's), hashed here; else what the source buffers. */
   constructor (
-    source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck,
+    source: Readable, algorithms: Iterable<DigestAlgorithm>, side: DecodingTap | null, onEnd: EndCheck,
     pushed: readonly Buffer[] | null = null
   ) {
     const target = this.#source = source as Source
