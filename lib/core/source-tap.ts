@@ -14,19 +14,6 @@ type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readable
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
 
-/**
- * `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js
- * rawBody).
- */
-function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
-  return function (this: Readable, error, callback) {
-    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
-      Object.assign(error, { statusCode: 400 })
-    }
-    destroy.call(this, error, callback)
-  }
-}
-
 /** `_destroy` for a source whose failure has been told: leaves the connection alone. */
 const destroyQuietly: Readable['_destroy'] = (_error, callback) => callback(null)
 
@@ -74,7 +61,14 @@ export class SourceTap {
       return
     }
     target.push = (chunk, encoding) => this.#onPush(chunk, encoding)
-    target._destroy = destroyWithClientStatus(target._destroy)
+    const destroy = target._destroy
+    // A client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody).
+    target._destroy = function (this: Readable, error, callback) {
+      if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
+        Object.assign(error, { statusCode: 400 })
+      }
+      destroy.call(this, error, callback)
+    }
     source.once('close', () => {
       if (this.digests === null) this.cutOff?.()
       this.#woken()

@@ -176,18 +176,17 @@ function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
   return tap
 }
 
-/** A kept body pushed whole, with no stream of another plugin's to wait for, is judged now; whether it was. */
-function judgeKept (request: FastifyRequest, state: Verification): boolean {
-  if (state.phase === 'judged' || state.last !== null || state.keeper?.ended !== true) return false
-  judge(request, state)
-  return true
+/** A kept body pushed whole, with no stream of another plugin's to wait for, is judged now. */
+function judgeKept (request: FastifyRequest, state: Verification): void {
+  if (state.last === null && state.keeper?.ended === true) judge(request, state)
 }
 
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const state = request[kRequestState]
   if (state === null) return done()
   // preValidation comes before any onSend: nothing tapped yet.
-  if (!judgeKept(request, state) && state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
+  judgeKept(request, state)
+  if (state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
   if (state.phase !== 'judged') state.phase = 'reading'
   // No Content-Type nor length fields: fastify runs the handler at once (lib/handle-request.js:55-65),
   // whatever arrives; an empty body is judged first, content left to its reader.

@@ -6,7 +6,6 @@ import type { FieldVerification } from '../../../types/index'
 import { readClaims, type Claim } from '../../core/claims'
 import { DECODABLE_CODINGS, decodeWhole, decodingOrder } from '../../core/content-decoding'
 import type { BodyStream } from '../../core/body-stream'
-import type { ChunkKeeper } from '../../core/chunk-keeper'
 import { digestTexts } from '../../core/algorithms'
 import { textsOf, type Texts } from '../../core/compare'
 import type { DigestResults, EndCheck, MultiDigester } from '../../core/digest-stream'
@@ -35,30 +34,28 @@ export function undecodable (state: Verification): Failure {
   return blankFailure(state.params, error, { 'accept-encoding': accepted })
 }
 
-/** A kept body decoded whole (its codings' decodingOrder(), as the side decoder's), capped at the route's bodyLimit. */
-function decodeKept (request: FastifyRequest, state: Verification): Buffer {
-  const { keeper, coding, limit } = state
-  const bytes = (keeper as ChunkKeeper).whole(unreadKept(request, state))
-  try {
-    return decodeWhole(decodingOrder(coding as string) as string[], bytes, limit, false)
-  } catch (err) {
-    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new FST_DIGEST_CONTENT_TOO_LARGE(state.wanted.decodedFields, String(limit))
-    }
-    throw new FST_DIGEST_INVALID_ENCODING(state.wanted.decodedFields, coding)
-  }
-}
-
 /** The digests of the decoded content, as base64 text. Throws why there are none. */
 function decodedDigests (request: FastifyRequest, state: Verification): Texts {
   const { decoded, decodedFields } = state.wanted
   if (decoded.size === 0) return NO_DIGESTS
   if (state.bytes === 0) return digestTexts(decoded, Buffer.alloc(0))
-  if (state.tap === null && state.keeper !== null) return digestTexts(decoded, decodeKept(request, state))
-  const decoder = state.side ?? state.last as BodyStream
-  if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
-  if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
-  return textsOf(decoder.digests as DigestResults)
+  let failure: 'too-large' | 'invalid' | null
+  if (state.tap === null && state.keeper !== null) {
+    // A kept body decoded whole (its codings' decodingOrder(), as the side decoder's), capped at the route's bodyLimit.
+    const order = decodingOrder(state.coding as string) as string[]
+    const bytes = state.keeper.whole(unreadKept(request, state))
+    try {
+      return digestTexts(decoded, decodeWhole(order, bytes, state.limit, false))
+    } catch (err) {
+      failure = (err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE' ? 'too-large' : 'invalid'
+    }
+  } else {
+    const decoder = state.side ?? state.last as BodyStream
+    failure = decoder.failure
+    if (failure === null) return textsOf(decoder.digests as DigestResults)
+  }
+  if (failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
+  throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
 }
 
 // A trailer digest in an enabled algorithm that nothing hashed (its field not announced in the Trailer field, RFC 9110
