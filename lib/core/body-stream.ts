@@ -42,7 +42,7 @@ export class BodyStream extends Readable {
     this.started = true
     const source = this.origin
     const onData = (chunk: Buffer): void => this.#takeChunk(chunk)
-    const onEnd = (): void => this.#sourceEnded()
+    const onEnd = (): void => { if (this.side === null) this.settle(); else this.side.end(() => this.settle()) }
     // The source's error or premature end fails this stream.
     const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
     this.once('close', () => {
@@ -81,10 +81,5 @@ export class BodyStream extends Readable {
     const held = side !== null &&
       !side.write(chunk, () => { if (!this.destroyed && this.push(chunk)) this.origin.resume() })
     if (held || !this.push(chunk)) this.origin.pause()
-  }
-
-  #sourceEnded (): void {
-    if (this.side === null) this.settle()
-    else this.side.end(() => this.settle())
   }
 }

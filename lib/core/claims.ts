@@ -6,8 +6,6 @@ import { rightLength, textsOf, type Texts } from './compare'
 import { parseDigestTexts, parseLegacyDigest } from './fields'
 import type { DigestParams } from './option-checks'
 
-type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
-
 /**
  * One digest field of the request, header or trailer: its values as base64 text (parseDigestTexts());
  * `decoded`: checked over the decoded content.
@@ -24,7 +22,7 @@ const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
 
 // Checked over the decoded content of a coded request: Unencoded-Digest
 // (draft-ietf-httpbis-unencoded-digest §5), and Repr-Digest unless strict (RFC 9530 §3).
-function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
+function isDecoded (field: DigestFieldName, coding: string | null, policy: DigestParams): boolean {
   return coding !== null && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && !policy.strict))
 }
 
@@ -43,7 +41,7 @@ function legacyTexts (value: string | string[]): Texts | null {
 
 /** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
 export function readClaims (
-  section: Record<string, string | string[] | undefined>, policy: ClaimPolicy, coding: string | null
+  section: Record<string, string | string[] | undefined>, policy: DigestParams, coding: string | null
 ): Claim[] {
   const claims: Claim[] = []
   for (const [name, field] of FIELDS) {
@@ -57,7 +55,7 @@ export function readClaims (
 }
 
 /** Whether a claim gives an enabled algorithm a value of another length, which no content can match (RFC 9530 §2). */
-export function anyWrongLength (claims: readonly Claim[], policy: ClaimPolicy): boolean {
+export function anyWrongLength (claims: readonly Claim[], policy: DigestParams): boolean {
   for (const claim of claims) {
     for (const algorithm of policy.algorithms) {
       const text = claim.received.get(algorithm)
@@ -82,7 +80,7 @@ export interface Wanted {
  * returns the algorithms of the latter.
  */
 function claimedAlgorithms (
-  claims: readonly Claim[], policy: ClaimPolicy, received: Set<DigestAlgorithm>, decodedFields: string[]
+  claims: readonly Claim[], policy: DigestParams, received: Set<DigestAlgorithm>, decodedFields: string[]
 ): Set<DigestAlgorithm> | null {
   // Made for the first algorithm of decoded content (most requests have none).
   let decoded: Set<DigestAlgorithm> | null = null
@@ -99,7 +97,7 @@ function claimedAlgorithms (
 // (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces
 // (RFC 9110 §6.6.2).
 export function collectAlgorithms (
-  claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
+  claims: readonly Claim[], trailer: string | undefined, policy: DigestParams, coding: string | null
 ): Wanted {
   const received = new Set<DigestAlgorithm>()
   const decodedFields: string[] = []
