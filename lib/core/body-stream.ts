@@ -5,7 +5,8 @@
 // answer with a 4xx (fastify lib/content-type-parser.js rawBody). Pure: node:stream, no fastify.
 import { finished, Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
-import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
+import type { DecodingTap } from './content-decoding'
+import { MultiDigester, type DigestResults, type EndCheck } from './digest-stream'
 
 /** A preParsing payload: a decoder's (@fastify/compress) counts the bytes it read, for fastify's limits. */
 export type PayloadStream = Readable & { receivedEncodedLength?: unknown }
@@ -14,7 +15,7 @@ function ignoreError (): void {}
 
 export class BodyStream extends Readable {
   hasher: MultiDigester | null
-  side: StreamTap | null = null
+  side: DecodingTap | null = null
   endCheck: EndCheck | null = null
   digests: DigestResults | null = null
   /** Past `limit` bytes hashing stops, with `failure` 'too-large': the digests are of a prefix only. */
@@ -41,7 +42,7 @@ export class BodyStream extends Readable {
     this.started = true
     const source = this.origin
     const onData = (chunk: Buffer): void => this.#takeChunk(chunk)
-    const onEnd = (): void => this.#sourceEnded()
+    const onEnd = (): void => { if (this.side === null) this.settle(); else this.side.end(() => this.settle()) }
     // The source's error or premature end fails this stream.
     const stopWatching = finished(source, { writable: false }, (err) => { if (err) this.destroy(err) })
     this.once('close', () => {
@@ -80,10 +81,5 @@ export class BodyStream extends Readable {
     const held = side !== null &&
       !side.write(chunk, () => { if (!this.destroyed && this.push(chunk)) this.origin.resume() })
     if (held || !this.push(chunk)) this.origin.pause()
-  }
-
-  #sourceEnded (): void {
-    if (this.side === null) this.settle()
-    else this.side.end(() => this.settle())
   }
 }

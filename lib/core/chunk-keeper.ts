@@ -4,8 +4,6 @@
 // `push`, which this takes over, as source-tap.ts does (docs/design.md, "What this plugin relies on"). It keeps
 // references only and holds nothing back: a body it judges has been pushed whole before the check. Pure: no fastify.
 import type { Readable } from 'node:stream'
-import type { DigestAlgorithm } from '../../types/index'
-import { digestTexts } from './algorithms'
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push }
@@ -50,10 +48,5 @@ export class ChunkKeeper {
     const chunks = this.chunks as Buffer[]
     const whole = chunks.length === 1 ? chunks[0] as Buffer : Buffer.concat(chunks, this.bytes)
     return unread === 0 ? whole : whole.subarray(0, whole.length - unread)
-  }
-
-  /** One-shot digests of whole(unread), as base64 text. */
-  digests (algorithms: Iterable<DigestAlgorithm>, unread: number): Map<DigestAlgorithm, string> {
-    return digestTexts(algorithms, this.whole(unread))
   }
 }

@@ -6,8 +6,6 @@ import { rightLength, textsOf, type Texts } from './compare'
 import { parseDigestTexts, parseLegacyDigest } from './fields'
 import type { DigestParams } from './option-checks'
 
-type ClaimPolicy = Pick<DigestParams, 'algorithms' | 'legacyDigest' | 'strict'>
-
 /**
  * One digest field of the request, header or trailer: its values as base64 text (parseDigestTexts());
  * `decoded`: checked over the decoded content.
@@ -24,7 +22,7 @@ const FIELDS: ReadonlyArray<readonly [string, DigestFieldName]> = [
 
 // Checked over the decoded content of a coded request: Unencoded-Digest
 // (draft-ietf-httpbis-unencoded-digest §5), and Repr-Digest unless strict (RFC 9530 §3).
-function isDecoded (field: DigestFieldName, coding: string | null, policy: ClaimPolicy): boolean {
+function isDecoded (field: DigestFieldName, coding: string | null, policy: DigestParams): boolean {
   return coding !== null && (field === 'Unencoded-Digest' || (field === 'Repr-Digest' && !policy.strict))
 }
 
@@ -43,7 +41,7 @@ function legacyTexts (value: string | string[]): Texts | null {
 
 /** The digest fields of a header or trailer section. Throws FST_DIGEST_INVALID_FIELD. */
 export function readClaims (
-  section: Record<string, string | string[] | undefined>, policy: ClaimPolicy, coding: string | null
+  section: Record<string, string | string[] | undefined>, policy: DigestParams, coding: string | null
 ): Claim[] {
   const claims: Claim[] = []
   for (const [name, field] of FIELDS) {
@@ -57,7 +55,7 @@ export function readClaims (
 }
 
 /** Whether a claim gives an enabled algorithm a value of another length, which no content can match (RFC 9530 §2). */
-export function anyWrongLength (claims: readonly Claim[], policy: ClaimPolicy): boolean {
+export function anyWrongLength (claims: readonly Claim[], policy: DigestParams): boolean {
   for (const claim of claims) {
     for (const algorithm of policy.algorithms) {
       const text = claim.received.get(algorithm)
@@ -68,7 +66,7 @@ export function anyWrongLength (claims: readonly Claim[], policy: ClaimPolicy): 
 }
 
 const NO_ALGORITHMS: ReadonlySet<DigestAlgorithm> = new Set()
-const NO_FIELDS: ReadonlyArray<readonly [DigestFieldName, boolean]> = []
+const NO_NAMES: readonly string[] = []
 
 /** The algorithms to hash over the bytes received and over the decoded content; `decodedFields`: the latter's. */
 export interface Wanted {
@@ -77,47 +75,37 @@ export interface Wanted {
   decodedFields: string
 }
 
-/** Adds the enabled algorithms the claims name to `received`; returns those of claims over decoded content. */
+/**
+ * Adds the enabled algorithms the claims name to `received`, the fields over decoded content to `decodedFields`;
+ * returns the algorithms of the latter.
+ */
 function claimedAlgorithms (
-  claims: readonly Claim[], policy: ClaimPolicy, received: Set<DigestAlgorithm>
+  claims: readonly Claim[], policy: DigestParams, received: Set<DigestAlgorithm>, decodedFields: string[]
 ): Set<DigestAlgorithm> | null {
   // Made for the first algorithm of decoded content (most requests have none).
   let decoded: Set<DigestAlgorithm> | null = null
   for (const claim of claims) {
+    if (claim.decoded) decodedFields.push(claim.field)
     for (const algorithm of policy.algorithms) {
-      if (!claim.received.has(algorithm)) continue
-      if (claim.decoded) (decoded ??= new Set()).add(algorithm)
-      else received.add(algorithm)
+      if (claim.received.has(algorithm)) (claim.decoded ? (decoded ??= new Set()) : received).add(algorithm)
     }
   }
   return decoded
-}
-
-/** The digest fields the Trailer field announces, and whether each is checked over the decoded content. */
-function announcedFields (
-  trailer: string, policy: ClaimPolicy, coding: string | null
-): Array<readonly [DigestFieldName, boolean]> {
-  const fields: Array<readonly [DigestFieldName, boolean]> = []
-  for (const name of trailer.split(',')) {
-    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
-    if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
-    fields.push([field, isDecoded(field, coding, policy)])
-  }
-  return fields
 }
 
 // The algorithms to hash over the bytes as received and over the decoded content: the enabled ones the claims name
 // (others are ignored, RFC 9530 §2, §3), every enabled one for a field the Trailer field announces
 // (RFC 9110 §6.6.2).
 export function collectAlgorithms (
-  claims: readonly Claim[], trailer: string | undefined, policy: ClaimPolicy, coding: string | null
+  claims: readonly Claim[], trailer: string | undefined, policy: DigestParams, coding: string | null
 ): Wanted {
   const received = new Set<DigestAlgorithm>()
-  let decoded = claimedAlgorithms(claims, policy, received)
   const decodedFields: string[] = []
-  for (const claim of claims) if (claim.decoded) decodedFields.push(claim.field)
-  const announced = trailer === undefined ? NO_FIELDS : announcedFields(trailer, policy, coding)
-  for (const [field, fromDecoded] of announced) {
+  let decoded = claimedAlgorithms(claims, policy, received, decodedFields)
+  for (const name of trailer?.split(',') ?? NO_NAMES) {
+    const field = FIELDS.find(([lower]) => lower === name.trim().toLowerCase())?.[1]
+    if (field === undefined || (field === 'Digest' && !policy.legacyDigest)) continue
+    const fromDecoded = isDecoded(field, coding, policy)
     const into = fromDecoded ? (decoded ??= new Set()) : received
     for (const algorithm of policy.algorithms) into.add(algorithm)
     if (fromDecoded && !decodedFields.includes(field)) decodedFields.push(field)

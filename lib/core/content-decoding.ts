@@ -3,7 +3,7 @@
 import * as zlib from 'node:zlib'
 import { Transform } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
-import { MultiDigester, type DigestResults, type StreamTap } from './digest-stream'
+import { MultiDigester, type DigestResults } from './digest-stream'
 
 type Factory = (options: { chunkSize?: number, writableHighWaterMark?: number }) => Transform
 type Decode = (data: Buffer, options: zlib.ZlibOptions) => Buffer
@@ -54,11 +54,6 @@ export const MAX_CODINGS = 5
 /** A Content-Encoding's codings, lowercased, as applied (`gzip, br`); null for none (absent, empty, `identity`). */
 export function contentCoding (value: string | string[] | undefined): string | null {
   if (typeof value !== 'string') return null
-  if (!value.includes(',')) {
-    // One coding, the usual field.
-    const coding = value.trim().toLowerCase()
-    return coding === '' || coding === 'identity' ? null : coding
-  }
   const codings = value.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity')
   return codings.length === 0 ? null : codings.join(', ')
 }
@@ -105,7 +100,7 @@ export function decodeWhole (codings: readonly string[], data: Buffer, max: numb
 // Decodes and hashes the decoded bytes, writes gathered up to `batch` bytes (a thread-pool round trip each); stops with
 // 'too-large' once any decoder's output exceeds `limit`, 'invalid' on bad data, then drops input and answers waiting
 // callbacks.
-export class DecodingTap implements StreamTap {
+export class DecodingTap {
   readonly #stages: DecoderStages
   readonly #hasher: MultiDigester
   readonly #batchSize: number
@@ -140,6 +135,7 @@ export class DecodingTap implements StreamTap {
     })
   }
 
+  /** Whether it takes more now; if not, calls `next` once it does (or once stopped). */
   write (chunk: Uint8Array, next: (() => void) | null): boolean {
     if (this.#stopped) return true
     this.#batched += chunk.byteLength
@@ -147,7 +143,8 @@ export class DecodingTap implements StreamTap {
       this.#batch.push(chunk)
       return true
     }
-    if (this.#flush(chunk)) return true
+    // A decoder can stop within the write (a synchronous stage's output past the limit): then the chunk was taken.
+    if (this.#flush(chunk) || this.#stopped) return true
     this.#pending = next
     return false
   }
@@ -164,6 +161,7 @@ export class DecodingTap implements StreamTap {
     return this.#stages[0].write(data)
   }
 
+  /** Calls `done` once decoded and hashed (or once stopped). */
   end (done: () => void): void {
     if (this.#stopped) return done()
     this.#done = done

@@ -43,25 +43,13 @@ export function digestAll (algorithms: Iterable<DigestAlgorithm>, data: Buffer |
   return out
 }
 
-// A second consumer of a hashing stream's bytes (a side decoder): `write` is true when it takes more now, else calls
-// `next` once it does; `end` calls `done` once finished; `destroy` answers a waiting `next` or `done`.
-export interface StreamTap {
-  write (chunk: Uint8Array, next: (() => void) | null): boolean
-  end (done: () => void): void
-  destroy (): void
-}
-
 /** Runs at the end of the data; an error given to `callback` replaces the clean end. */
 export type EndCheck = (callback: (err?: Error | null) => void) => void
 
-// A pass-through hashing what flows. At its end `digests` is set, then `endCheck` chooses a clean end or an error;
-// with `hold` the last chunk is held back until then.
+// A pass-through hashing what flows; `digests` is set at its end.
 export class DigestTransform extends Transform {
   readonly hasher: MultiDigester
-  endCheck: EndCheck | null = null
   digests: DigestResults | null = null
-  hold = false
-  #held: Buffer | null = null
 
   constructor (algorithms: Iterable<DigestAlgorithm>) {
     super()
@@ -70,42 +58,46 @@ export class DigestTransform extends Transform {
 
   override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.hasher.update(chunk)
-    if (!this.hold) return callback(null, chunk)
+    callback(null, chunk)
+  }
+
+  override _flush (callback: TransformCallback): void {
+    this.digests = this.hasher.digest()
+    callback()
+  }
+}
+
+/**
+ * A DigestTransform checking bytes against digests taken before (a file's), the last chunk held back until then: a
+ * mismatch with `expected` fails it with `mismatch()`'s error, or destroys it without one where that is null (its
+ * reader answers otherwise).
+ */
+export class CheckedStream extends DigestTransform {
+  readonly expected: DigestResults = new Map()
+  #held: Buffer | null = null
+
+  constructor (algorithms: Iterable<DigestAlgorithm>, readonly mismatch: (algorithm: DigestAlgorithm) => Error | null) {
+    super(algorithms)
+  }
+
+  override _transform (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.hasher.update(chunk)
     const held = this.#held
     this.#held = chunk
     callback(null, held)
   }
 
   override _flush (callback: TransformCallback): void {
-    this.digests = this.hasher.digest()
-    const held = this.#held
-    if (this.endCheck === null) callback(null, held)
-    else this.endCheck(held === null ? callback : (err) => callback(err, held))
-  }
-}
-
-/**
- * A DigestTransform checking bytes against digests taken before (a file's): a mismatch with `expected` fails it with
- * `mismatch()`'s error.
- */
-export class CheckedStream extends DigestTransform {
-  readonly expected: DigestResults = new Map()
-
-  /** `mismatch` gives the error to fail with, or null to be destroyed without one (its reader answers otherwise). */
-  constructor (algorithms: Iterable<DigestAlgorithm>, mismatch: (algorithm: DigestAlgorithm) => Error | null) {
-    super(algorithms)
-    this.hold = true
-    this.endCheck = (callback) => {
-      for (const [algorithm, value] of this.expected) {
-        // An algorithm not hashed cannot be vouched for.
-        if (digestsEqual((this.digests as DigestResults).get(algorithm) ?? Buffer.alloc(0), value)) continue
-        const err = mismatch(algorithm)
-        if (err === null) this.destroy()
-        else callback(err)
-        return
-      }
-      callback()
+    const digests = this.digests = this.hasher.digest()
+    for (const [algorithm, value] of this.expected) {
+      // An algorithm not hashed cannot be vouched for.
+      if (digestsEqual(digests.get(algorithm) ?? Buffer.alloc(0), value)) continue
+      const err = this.mismatch(algorithm)
+      if (err === null) this.destroy()
+      else callback(err)
+      return
     }
+    callback(null, this.#held)
   }
 }
 

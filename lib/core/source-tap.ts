@@ -5,26 +5,14 @@
 // end (nor multipart's closing boundary) of a body that failed. Pure: node:stream, no fastify.
 import type { Readable } from 'node:stream'
 import type { DigestAlgorithm } from '../../types/index'
-import { MultiDigester, type DigestResults, type EndCheck, type StreamTap } from './digest-stream'
+import type { DecodingTap } from './content-decoding'
+import { MultiDigester, type DigestResults, type EndCheck } from './digest-stream'
 
 type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean
 type Source = Readable & { push: Push, _destroy: Readable['_destroy'], _readableState: { ended: boolean } }
 
 /** Bytes held back at least (multipart's closing delimiter is at most 76 bytes, RFC 2046 §5.1.1). */
 const HOLD_BYTES = 1024
-
-/**
- * `_destroy` for the source: a client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js
- * rawBody).
- */
-function destroyWithClientStatus (destroy: Readable['_destroy']): Readable['_destroy'] {
-  return function (this: Readable, error, callback) {
-    if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
-      Object.assign(error, { statusCode: 400 })
-    }
-    destroy.call(this, error, callback)
-  }
-}
 
 /** `_destroy` for a source whose failure has been told: leaves the connection alone. */
 const destroyQuietly: Readable['_destroy'] = (_error, callback) => callback(null)
@@ -33,7 +21,7 @@ export class SourceTap {
   readonly #source: Source
   readonly #push: Push
   readonly hasher: MultiDigester
-  #side: StreamTap | null
+  #side: DecodingTap | null
   #held: Buffer[] = []
   #heldBytes = 0
   readonly #onEnd: EndCheck
@@ -51,7 +39,7 @@ export class SourceTap {
 
   /** `pushed`: every chunk pushed before the tap (a ChunkKeeper's), hashed here; else what the source buffers. */
   constructor (
-    source: Readable, algorithms: Iterable<DigestAlgorithm>, side: StreamTap | null, onEnd: EndCheck,
+    source: Readable, algorithms: Iterable<DigestAlgorithm>, side: DecodingTap | null, onEnd: EndCheck,
     pushed: readonly Buffer[] | null = null
   ) {
     const target = this.#source = source as Source
@@ -73,7 +61,14 @@ export class SourceTap {
       return
     }
     target.push = (chunk, encoding) => this.#onPush(chunk, encoding)
-    target._destroy = destroyWithClientStatus(target._destroy)
+    const destroy = target._destroy
+    // A client's abort gets 400, as fastify's parsers give it (lib/content-type-parser.js rawBody).
+    target._destroy = function (this: Readable, error, callback) {
+      if (error !== null && typeof (error as { statusCode?: unknown }).statusCode !== 'number') {
+        Object.assign(error, { statusCode: 400 })
+      }
+      destroy.call(this, error, callback)
+    }
     source.once('close', () => {
       if (this.digests === null) this.cutOff?.()
       this.#woken()

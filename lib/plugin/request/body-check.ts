@@ -31,11 +31,6 @@ const KEEP_BYTES = 64 * 1024
 /** A kept coded body is decoded whole only under a bodyLimit of at most fastify's default (1 MiB, fastify.js:921). */
 const DECODE_WHOLE_BYTES = 1024 * 1024
 
-function ignoreRelease (): void {}
-
-/** What a route's onRequest hook needs: its options and its bodyLimit. */
-interface RouteVerifier { readonly params: DigestParams, limit: number }
-
 /** A request whose verdict is known before its body: none of its claims can be checked (`fields`), or it has none. */
 function settle (request: FastifyRequest, fields: FieldVerification[], done: HookHandlerDoneFunction): void {
   const reason = hasContent(request.headers) ? 'no-digest' : 'no-body'
@@ -45,9 +40,8 @@ function settle (request: FastifyRequest, fields: FieldVerification[], done: Hoo
 
 /** The route's first onRequest hook: the claims, what is refused before reading, the state of a body followed. */
 function readRequest (
-  request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, route: RouteVerifier
+  request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, params: DigestParams, limit: number
 ): void {
-  const { params, limit } = route
   if (BODYLESS_METHODS.has(request.method)) return done()
   const headers = request.headers
   const coding = contentCoding(headers['content-encoding'])
@@ -96,7 +90,6 @@ function placeHashing (request: FastifyRequest, state: Verification): void {
   const order = decoded.size === 0 || limit > DECODE_WHOLE_BYTES ? null : decodingOrder(state.coding as string)
   if (small && (decoded.size === 0 || order !== null) && request.raw.readableLength === 0) {
     state.keeper = new ChunkKeeper(request.raw, length)
-    state.order = order
   } else {
     state.openSide()
   }
@@ -119,7 +112,7 @@ function hashReceived (request: FastifyRequest, _reply: FastifyReply, payload: P
   }
   const head = new BodyStream(payload, state.wanted.received)
   head.side = state.side
-  state.streams = { head, last: head }
+  state.head = state.last = head
   done(null, head)
 }
 
@@ -135,11 +128,10 @@ function closedEarly (request: FastifyRequest, state: Verification): () => void 
 
 /** The stream the parser reads when another stands between request.raw and it, a kept body: judged at its end. */
 function behindKept (request: FastifyRequest, state: Verification, payload: PayloadStream): BodyStream {
-  const last = new BodyStream(payload, null)
+  const last = state.last = new BodyStream(payload, null)
   last.endCheck = checkAtEnd(request, state)
   const decoder = typeof payload.receivedEncodedLength === 'number'
   if (state.wanted.decoded.size > 0 && decoder) last.once('close', closedEarly(request, state))
-  state.streams = { head: null, last }
   return last
 }
 
@@ -148,8 +140,7 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
   const state = request[kRequestState]
   if (state === null) return done(null, payload)
   if (state.keeper !== null) return done(null, payload === request.raw ? payload : behindKept(request, state, payload))
-  const streams = state.streams as NonNullable<Verification['streams']>
-  const head = streams.head as BodyStream
+  const head = state.head as BodyStream
   const decoded = state.wanted.decoded
   // A decoder (as @fastify/compress's is) gives us the decoded bytes.
   const decodeHere = decoded.size > 0 && payload !== head && typeof payload.receivedEncodedLength === 'number'
@@ -159,23 +150,24 @@ function placeStream (request: FastifyRequest, reply: FastifyReply, payload: Pay
   } else if (decoded.size > 0 && state.side === null) {
     return sendProblem(reply, undecodable(state))
   }
+  let last = head
   if (payload !== head) {
     // An error does not cross a pipe() (and @fastify/compress rewrites it): the reader's stream is ours again.
-    const last = streams.last = new BodyStream(payload, decodeHere ? decoded : null)
+    last = state.last = new BodyStream(payload, decodeHere ? decoded : null)
     if (decodeHere) {
       last.limit = state.limit
       head.endCheck = onHeadEnd(request, state)
       last.once('close', closedEarly(request, state))
     }
   }
-  streams.last.endCheck = checkAtEnd(request, state)
-  done(null, streams.last)
+  last.endCheck = checkAtEnd(request, state)
+  done(null, last)
 }
 
 /** Hashes the unread body at request.raw from now on, whoever reads it; the streams only carry it. */
 function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
-  const head = state.streams?.head
-  if (head != null) head.hasher = head.side = null
+  const head = state.head
+  if (head !== null) head.hasher = head.side = null
   const pushed = state.keeper?.release() ?? null
   if (pushed !== null) state.openSide()
   const onEnd = checkAtEnd(request, state)
@@ -184,18 +176,17 @@ function tapRaw (request: FastifyRequest, state: Verification): SourceTap {
   return tap
 }
 
-/** A kept body pushed whole, with no stream of another plugin's to wait for, is judged now; whether it was. */
-function judgeKept (request: FastifyRequest, state: Verification): boolean {
-  if (state.phase === 'judged' || state.streams !== null || state.keeper?.ended !== true) return false
-  judge(request, state, ignoreRelease)
-  return true
+/** A kept body pushed whole, with no stream of another plugin's to wait for, is judged now. */
+function judgeKept (request: FastifyRequest, state: Verification): void {
+  if (state.last === null && state.keeper?.ended === true) judge(request, state)
 }
 
 function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   const state = request[kRequestState]
   if (state === null) return done()
   // preValidation comes before any onSend: nothing tapped yet.
-  if (!judgeKept(request, state) && state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
+  judgeKept(request, state)
+  if (state.phase !== 'judged' && unreadRaw(request, state)) tapRaw(request, state)
   if (state.phase !== 'judged') state.phase = 'reading'
   // No Content-Type nor length fields: fastify runs the handler at once (lib/handle-request.js:55-65),
   // whatever arrives; an empty body is judged first, content left to its reader.
@@ -207,7 +198,7 @@ function onPreValidation (request: FastifyRequest, reply: FastifyReply, done: Ho
     state.tap.wake = wake
     request.raw.read(0)
   } else {
-    (state.streams as NonNullable<Verification['streams']>).last.once('close', wake).resume()
+    (state.last as BodyStream).once('close', wake).resume()
   }
 }
 
@@ -226,7 +217,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   if (state.phase === 'judged') return answerJudged(state, reply, payload, done)
   if (reply.statusCode >= 400) state.tap?.stop()
   if (reply.statusCode >= 400 || isNodeStream(payload)) return done(null, payload)
-  if (state.streams === null && state.keeper === null && state.wanted.decoded.size > 0 && state.side === null) {
+  if (state.last === null && state.keeper === null && state.wanted.decoded.size > 0 && state.side === null) {
     // Answered before preParsing, which never runs now: nothing decodes these codings.
     abandon(request, state, undecodable(state))
     return answerJudged(state, reply, payload, done)
@@ -239,7 +230,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   }
   if (state.tap === null && !unreadRaw(request, state)) {
     // The streams hash it: the last one is read to its end.
-    const last = (state.streams as NonNullable<Verification['streams']>).last
+    const last = state.last as BodyStream
     if (last.destroyed) return cutOff()
     last.once('close', cutOff).resume()
     return
@@ -247,7 +238,7 @@ function onSend (request: FastifyRequest, reply: FastifyReply, payload: unknown,
   const tap = state.tap ?? tapRaw(request, state)
   tap.allowance = state.limit
   tap.cutOff = cutOff
-  state.streams?.last.resume()
+  state.last?.resume()
   if (request.raw.readableFlowing !== true) request.raw.resume()
 }
 
@@ -281,15 +272,15 @@ export function installRequestVerification (fastify: FastifyInstance): RouteHook
     onRoute (routeOptions, params) {
       const methods = Array.isArray(routeOptions.method) ? routeOptions.method : [routeOptions.method]
       if (params.verify === false || methods.every((m) => BODYLESS_METHODS.has(m.toUpperCase()))) return null
-      const route: RouteVerifier = { params, limit: 0 }
+      let limit = 0
       function digestVerifyRequest (
         this: unknown, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction
       ): void {
         // fastify lib/request.js builds request.routeOptions anew on each read: the limit is read from the route's
         // options once they are final (at the first request), as lib/request.js:189-195 does (the route's, else the
         // server's).
-        if (route.limit === 0) route.limit = (routeOptions.bodyLimit || fastify.initialConfig.bodyLimit) as number
-        readRequest(request, reply, done, route)
+        if (limit === 0) limit = (routeOptions.bodyLimit || fastify.initialConfig.bodyLimit) as number
+        readRequest(request, reply, done, params, limit)
       }
       return {
         onRequestFirst: digestVerifyRequest,

@@ -4,9 +4,8 @@
 import type { FastifyRequest } from 'fastify'
 import type { FieldVerification } from '../../../types/index'
 import { readClaims, type Claim } from '../../core/claims'
-import { DECODABLE_CODINGS, decodeWhole } from '../../core/content-decoding'
+import { DECODABLE_CODINGS, decodeWhole, decodingOrder } from '../../core/content-decoding'
 import type { BodyStream } from '../../core/body-stream'
-import type { ChunkKeeper } from '../../core/chunk-keeper'
 import { digestTexts } from '../../core/algorithms'
 import { textsOf, type Texts } from '../../core/compare'
 import type { DigestResults, EndCheck, MultiDigester } from '../../core/digest-stream'
@@ -18,7 +17,7 @@ import {
   blankFailure, check, fieldList, judge as judgeClaims, NO_DIGESTS, type DigestError, type Failure
 } from '../../core/problem'
 import { kVerification } from '../symbols'
-import type { Streams, Verification } from './verification-state'
+import type { Verification } from './verification-state'
 
 // After a body left unread the connection closes; not named on HTTP/2, which forbids connection-specific fields (RFC
 // 9113 §8.2.2).
@@ -35,33 +34,29 @@ export function undecodable (state: Verification): Failure {
   return blankFailure(state.params, error, { 'accept-encoding': accepted })
 }
 
-/** A kept body decoded whole (its codings' decodingOrder(), as the side decoder's), capped at the route's bodyLimit. */
-function decodeKept (request: FastifyRequest, state: Verification): Buffer {
-  const { keeper, coding, limit } = state
-  const bytes = (keeper as ChunkKeeper).whole(unreadKept(request, state))
-  try {
-    return decodeWhole(state.order as string[], bytes, limit, false)
-  } catch (err) {
-    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new FST_DIGEST_CONTENT_TOO_LARGE(state.wanted.decodedFields, String(limit))
-    }
-    throw new FST_DIGEST_INVALID_ENCODING(state.wanted.decodedFields, coding)
-  }
-}
-
 /** The digests of the decoded content, as base64 text. Throws why there are none. */
 function decodedDigests (request: FastifyRequest, state: Verification): Texts {
   const { decoded, decodedFields } = state.wanted
   if (decoded.size === 0) return NO_DIGESTS
   if (state.bytes === 0) return digestTexts(decoded, Buffer.alloc(0))
-  if (state.tap === null && state.keeper !== null) return digestTexts(decoded, decodeKept(request, state))
-  const decoder = state.side ?? (state.streams as Streams).last
-  if (decoder.failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
-  if (decoder.failure === 'invalid') throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
-  return textsOf(decoder.digests as DigestResults)
+  let failure: 'too-large' | 'invalid' | null
+  if (state.tap === null && state.keeper !== null) {
+    // A kept body decoded whole (its codings' decodingOrder(), as the side decoder's), capped at the route's bodyLimit.
+    const order = decodingOrder(state.coding as string) as string[]
+    const bytes = state.keeper.whole(unreadKept(request, state))
+    try {
+      return digestTexts(decoded, decodeWhole(order, bytes, state.limit, false))
+    } catch (err) {
+      failure = (err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE' ? 'too-large' : 'invalid'
+    }
+  } else {
+    const decoder = state.side ?? state.last as BodyStream
+    failure = decoder.failure
+    if (failure === null) return textsOf(decoder.digests as DigestResults)
+  }
+  if (failure === 'too-large') throw new FST_DIGEST_CONTENT_TOO_LARGE(decodedFields, String(state.limit))
+  throw new FST_DIGEST_INVALID_ENCODING(decodedFields, state.coding)
 }
-
-const NO_CLAIMS: Claim[] = []
 
 // A trailer digest in an enabled algorithm that nothing hashed (its field not announced in the Trailer field, RFC 9110
 // §6.6.2, and not named in the header section) cannot be checked: refused, never passed as unchecked.
@@ -74,21 +69,21 @@ function refuseUnhashed (claims: readonly Claim[], state: Verification): void {
   throw new FST_DIGEST_TRAILER_UNANNOUNCED(names, names)
 }
 
-// The claims of the trailer section, checked as refuseUnhashed() says. node:http and node:http2 keep an empty
-// rawTrailers list without one (lib/_http_incoming.js, lib/internal/http2/compat.js), where reading `trailers` would
-// build an object; light-my-request has neither.
-function trailerClaimsOf (request: FastifyRequest, state: Verification): readonly Claim[] {
+// The claims of the header section and of the trailer section (RFC 9110 §6.5), the latter checked as refuseUnhashed()
+// says. node:http and node:http2 keep an empty rawTrailers list without one (lib/_http_incoming.js,
+// lib/internal/http2/compat.js), where reading `trailers` would build an object; light-my-request has neither.
+function claimsOf (request: FastifyRequest, state: Verification): readonly Claim[] {
   const raw = request.raw as { rawTrailers?: unknown[], trailers?: Record<string, string> }
-  if (raw.rawTrailers?.length === 0 || raw.trailers === undefined) return NO_CLAIMS
+  if (raw.rawTrailers?.length === 0 || raw.trailers === undefined) return state.claims
   const claims = readClaims(raw.trailers, state.params, state.coding)
   refuseUnhashed(claims, state)
-  return claims
+  return state.claims.concat(claims)
 }
 
 // Behind another stream, what it left unread of request.raw is not what was parsed: left out of a kept body, as a head
 // stream (which hashes what that stream reads) would.
 const unreadKept = (request: FastifyRequest, state: Verification): number =>
-  state.streams === null ? 0 : request.raw.readableLength
+  state.last === null ? 0 : request.raw.readableLength
 
 /** The digests of the bytes received, as base64 text: the tap's, the keeper's or the head stream's. */
 function receivedDigests (request: FastifyRequest, state: Verification): Texts {
@@ -98,9 +93,9 @@ function receivedDigests (request: FastifyRequest, state: Verification): Texts {
   if (state.tap !== null) return textsOf(state.tap.digests as DigestResults)
   if (state.keeper !== null) {
     const received = state.wanted.received
-    return received.size === 0 ? NO_DIGESTS : state.keeper.digests(received, unreadKept(request, state))
+    return received.size === 0 ? NO_DIGESTS : digestTexts(received, state.keeper.whole(unreadKept(request, state)))
   }
-  const head = (state.streams as Streams).head as BodyStream
+  const head = state.head as BodyStream
   head.digests ??= (head.hasher as MultiDigester).digest()
   return textsOf(head.digests)
 }
@@ -118,9 +113,7 @@ function judgeBody (request: FastifyRequest, state: Verification): Failure | nul
       throw Object.assign(new FST_DIGEST_UNREAD_TOO_LARGE(names, String(state.limit)), { headers: closeFor(request) })
     }
     const decoded = decodedDigests(request, state)
-    // Digests in the trailer section count too (RFC 9110 §6.5).
-    const trailerClaims = trailerClaimsOf(request, state)
-    const claims = trailerClaims.length === 0 ? state.claims : state.claims.concat(trailerClaims)
+    const claims = claimsOf(request, state)
     fields = check(claims, params, received, decoded)
     // Under 'required' an empty body needs no digest.
     failure = judgeClaims(claims, fields, params, params.verify === 'required' && bytes > 0)
@@ -134,7 +127,7 @@ function judgeBody (request: FastifyRequest, state: Verification): Failure | nul
 }
 
 /** 'judged' with `failure`; `release` ends the stream, or fails it while 'reading'; then a waiting reply goes on. */
-function conclude (state: Verification, failure: Failure | null, release: Parameters<EndCheck>[0] | null): void {
+function conclude (state: Verification, failure: Failure | null, release?: Parameters<EndCheck>[0]): void {
   const reading = state.phase === 'reading'
   state.phase = 'judged'
   state.failure = failure
@@ -143,8 +136,8 @@ function conclude (state: Verification, failure: Failure | null, release: Parame
 }
 
 /** The verdict of the body, at the end of the bytes hashed; `release` as in conclude(). Judged once. */
-export function judge (request: FastifyRequest, state: Verification, release: Parameters<EndCheck>[0]): void {
-  if (state.phase === 'judged') return release()
+export function judge (request: FastifyRequest, state: Verification, release?: Parameters<EndCheck>[0]): void {
+  if (state.phase === 'judged') return release?.()
   conclude(state, judgeBody(request, state), release)
 }
 
@@ -152,7 +145,7 @@ export function judge (request: FastifyRequest, state: Verification, release: Pa
 export function abandon (request: FastifyRequest, state: Verification, failure: Failure | null): void {
   if (state.phase === 'judged') return
   request[kVerification] = { verified: false, reason: 'failed', fields: [] }
-  conclude(state, failure, null)
+  conclude(state, failure)
 }
 
 /** The end check of a request's last stream or tap: the verdict. */
@@ -166,7 +159,7 @@ export function onHeadEnd (request: FastifyRequest, state: Verification): EndChe
     if (state.bytes > 0) return callback()
     judge(request, state, (err) => {
       callback()
-      if (err != null) (state.streams as Streams).last.destroy(err)
+      if (err != null) state.last?.destroy(err)
     })
   }
 }

@@ -24,24 +24,16 @@ declare module 'fastify' {
 // placed the streams, which the parser reads (a failure found at their end is answered by preValidation); 'reading':
 // preValidation ran, or a success waits in onSend (a failure found now errors the stream being read); 'judged': the
 // verdict is in `failure`.
-export type Phase = 'claimed' | 'parsing' | 'reading' | 'judged'
-
-/**
- * The streams preParsing placed: `head` hashes the bytes as received (null: a ChunkKeeper keeps them), `last` (`head`
- * without a decoder or another stream between) is what the parser reads.
- */
-export interface Streams { head: BodyStream | null, last: BodyStream }
-
 export class Verification {
-  phase: Phase = 'claimed'
+  phase: 'claimed' | 'parsing' | 'reading' | 'judged' = 'claimed'
   /** A small body of known length: its chunks kept at request.raw, hashed once at the end (or handed to `tap`). */
   keeper: ChunkKeeper | null = null
-  /** Set by preParsing; their head hashes the bytes received until `tap` does instead. */
-  streams: Streams | null = null
+  /** Set by preParsing: `head` hashes the bytes received until `tap` does instead (null: `keeper` keeps them). */
+  head: BodyStream | null = null
+  /** Set by preParsing: what the parser reads (`head` without a decoder or another stream between). */
+  last: BodyStream | null = null
   /** request.raw hashed instead, for a body still unread at preValidation or at a waiting reply. */
   tap: SourceTap | null = null
-  /** A kept coded body's codings in decoding order (decodingOrder()), for its decoding whole at the end. */
-  order: string[] | null = null
   /** The side decoder of the decoded digests (null: none needed, none available, or a decoder before the last). */
   side: DecodingTap | null = null
   /** The verdict, once 'judged' (null: none to answer). */
@@ -64,13 +56,13 @@ export class Verification {
   /** How many bytes were received: the tap's count, the keeper's, or the head stream's. */
   get bytes (): number {
     if (this.tap !== null) return this.tap.hasher.bytes
-    return this.keeper?.bytes ?? (((this.streams as Streams).head as BodyStream).hasher as MultiDigester).bytes
+    return this.keeper?.bytes ?? ((this.head as BodyStream).hasher as MultiDigester).bytes
   }
 }
 
 /** For a request not tapped yet: unread, nothing between request.raw and the parser (or no preParsing stream). */
 export function unreadRaw (request: FastifyRequest, state: Verification): boolean {
-  const streams = state.streams
-  if (streams === null) return true
-  return streams.last === streams.head && streams.head.origin === request.raw && !streams.head.started
+  const head = state.head
+  if (state.last === null) return true
+  return state.last === head && head.origin === request.raw && !head.started
 }

@@ -202,6 +202,16 @@ test('DecodingTap: over the limit, or not decodable; the stream is never stalled
   t.equal(inflate.failure, null, 'destroy drops it without a verdict')
 })
 
+test('DecodingTap: a decoder that stops inside a write has taken the chunk, leaving no callback waiting', async (t) => {
+  const stage = new PassThrough()
+  const tap = new DecodingTap([stage], ['sha-256'], 4)
+  await new Promise((resolve) => setImmediate(resolve)) // flowing: its output is emitted within write()
+  let called = false
+  t.equal(tap.write(Buffer.alloc(32 * 1024), () => { called = true }), true, 'a stopped tap takes everything')
+  t.equal(tap.failure, 'too-large')
+  t.equal(called, false)
+})
+
 test('DecodingTap: destroy answers a pending end, without a verdict', async (t) => {
   const tap = new DecodingTap(decoders('gzip'), ['sha-256'], 1024 * 1024)
   tap.write(gzipSync('abc'), () => {})
@@ -217,7 +227,7 @@ test('DecodingTap: destroy answers a pending end, without a verdict', async (t) 
 })
 
 test('BodyStream: a tap that is dropped, before or after its stream is destroyed', async (t) => {
-  // A tap that only ends when destroyed.
+  // A side decoder's stand-in that only ends when destroyed.
   const makeTap = () => {
     const tap = {
       done: null as null | (() => void),
@@ -230,18 +240,18 @@ test('BodyStream: a tap that is dropped, before or after its stream is destroyed
 
   const first = makeTap()
   const untapped = new BodyStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
-  untapped.side = first
+  untapped.side = first as unknown as DecodingTap
   const chunks: Buffer[] = []
   untapped.on('data', (chunk: Buffer) => chunks.push(chunk))
   while (first.done === null) await new Promise((resolve) => setImmediate(resolve))
-  untapped.side.destroy() // the stream waits for the tap's end: dropping the tap lets it end
+  first.destroy() // the stream waits for the tap's end: dropping the tap lets it end
   await once(untapped, 'end')
   t.equal(Buffer.concat(chunks).toString(), 'abc')
   t.same(untapped.digests?.get('sha-256'), sha256('abc'))
 
   const second = makeTap()
   const destroyed = new BodyStream(Readable.from([Buffer.from('abc')]), ['sha-256'])
-  destroyed.side = second
+  destroyed.side = second as unknown as DecodingTap
   let checked = false
   destroyed.endCheck = (callback) => { checked = true; callback() }
   destroyed.resume()
