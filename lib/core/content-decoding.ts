@@ -54,6 +54,11 @@ export const MAX_CODINGS = 5
 /** A Content-Encoding's codings, lowercased, as applied (`gzip, br`); null for none (absent, empty, `identity`). */
 export function contentCoding (value: string | string[] | undefined): string | null {
   if (typeof value !== 'string') return null
+  if (!value.includes(',')) {
+    // One coding, the usual field: no list made.
+    const coding = value.trim().toLowerCase()
+    return coding === '' || coding === 'identity' ? null : coding
+  }
   const codings = value.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity')
   return codings.length === 0 ? null : codings.join(', ')
 }
