@@ -83,7 +83,8 @@ function plainDigestTexts (input: string): Map<string, string> | null {
 }
 
 // The members of a Dictionary that is not plain, as base64 text: Byte Sequences kept for every key, unixsum/unixcksum
-// Integers too but in Unencoded-Digest (its §3); no parameters; null for none. FST_DIGEST_INVALID_FIELD when malformed.
+// Integers too but in Unencoded-Digest (its §3); no parameters; null for none. FST_DIGEST_INVALID_FIELD when
+// malformed.
 function dictionaryTexts (input: string, field: string): Map<string, string> | null {
   let dictionary: ReturnType<typeof parseDictionary>
   try {

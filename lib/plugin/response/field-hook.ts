@@ -1,6 +1,6 @@
 // The onDigestFields hook (docs/design.md, "Signing responses"), its fields added in the digests' section, and the
-// digest trailers it waits for. Its failure is the reply's error (fastify lib/reply.js wrapOnSendEnd → onErrorHook), or
-// cuts the trailers off.
+// digest trailers it waits for. Its failure is the reply's error (fastify lib/reply.js wrapOnSendEnd →
+// onErrorHook), or cuts the trailers off.
 import type { ServerResponse } from 'node:http'
 import type { Http2ServerResponse } from 'node:http2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
