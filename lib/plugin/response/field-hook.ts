@@ -147,12 +147,14 @@ export function hasDigestTrailers (reply: FastifyReply): boolean {
 export function fieldsDone (
   request: FastifyRequest, reply: FastifyReply, payload: Payload, done: Done, params: DigestParams
 ): void {
-  if (params.noTransform && (hasDigestHeaders(reply) || hasDigestTrailers(reply))) {
+  const trailers = hasDigestTrailers(reply)
+  const headers = !trailers && hasDigestHeaders(reply)
+  if (params.noTransform && (trailers || headers)) {
     const value = withNoTransform(reply.getHeader('cache-control'))
     if (value !== null) reply.header('cache-control', value)
   }
   const hook = params.onDigestFields
-  if (hook === null || hasDigestTrailers(reply) || !hasDigestHeaders(reply)) return done(null, payload)
+  if (hook === null || !headers) return done(null, payload)
   run(hook, { request, reply, fields: headerFields(reply), headers: reply }, (added) => {
     for (const [name, value] of added) reply.header(name, value)
     done(null, payload)
